@@ -1,0 +1,88 @@
+"""Open a report in headless Chromium, take a screenshot, and check that it shows something.
+
+    .venv/bin/python scripts/screenshot_report.py runs/NAME/report/index.html [--out shot.png]
+    .venv/bin/python scripts/screenshot_report.py --build EXP [EXP ...] [--out shot.png]
+
+The check (issue 8: "not an empty page"): the image has the window's size, its pixels vary (a
+blank page has a standard deviation near 0) and a share of them are saturated colours, which in
+our page come only from the matplotlib figures (the table is black on white and grey). Chromium
+comes from Debian's packages (`apt-get install -y chromium`).
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WINDOW = (1400, 3200)
+
+
+def find_chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def screenshot(html: Path, out: Path, window: tuple[int, int] = WINDOW,
+               timeout_s: float = 120.0) -> Path:
+    """Render `html` (a file) in headless Chromium and write a PNG of the window to `out`."""
+    browser = find_chromium()
+    if browser is None:
+        raise SystemExit("chromium is not installed: run `apt-get install -y chromium`.")
+    out = Path(out).resolve()
+    out.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="eau-chromium-") as profile:
+        cmd = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               "--disable-dev-shm-usage", "--no-first-run", f"--user-data-dir={profile}",
+               f"--window-size={window[0]},{window[1]}", f"--screenshot={out}",
+               Path(html).resolve().as_uri()]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    if not out.exists():
+        raise RuntimeError(f"chromium wrote no screenshot (exit {proc.returncode}): "
+                           f"{proc.stderr[-800:]}")
+    return out
+
+
+def check_screenshot(png: Path) -> dict[str, float]:
+    """Size, pixel spread and the share of saturated (figure) pixels of a screenshot."""
+    import numpy as np
+    from PIL import Image
+
+    rgb = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32)   # (H, W, 3)
+    saturation = rgb.max(axis=2) - rgb.min(axis=2)                       # (H, W)
+    return {"width": rgb.shape[1], "height": rgb.shape[0], "std": float(rgb.std()),
+            "coloured_fraction": float((saturation > 60).mean())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("html", nargs="?", help="a report's index.html")
+    parser.add_argument("--build", nargs="+", metavar="EXP",
+                        help="build the report of these experiment folders first")
+    parser.add_argument("--out", default="report-screenshot.png")
+    args = parser.parse_args(argv)
+    if args.build:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from orchestrator.report import build_report
+
+        html = build_report([Path(p) for p in args.build], Path(tempfile.mkdtemp()) / "report")
+    elif args.html:
+        html = Path(args.html)
+    else:
+        parser.error("give a report's index.html or --build EXP")
+    png = screenshot(html, Path(args.out))
+    stats = check_screenshot(png)
+    print(f"screenshot {png}: {stats['width']}x{stats['height']}, pixel std {stats['std']:.1f}, "
+          f"coloured {100 * stats['coloured_fraction']:.1f}%")
+    ok = stats["std"] > 20 and stats["coloured_fraction"] > 0.003
+    print("looks like a report (table and figures drawn)" if ok else "looks EMPTY")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
