@@ -179,3 +179,18 @@ def test_report_renders_in_headless_chromium(tmp_path):
         png_file.unlink()
     bare = shot.check_screenshot(shot.screenshot(index, tmp_path / "bare.png"))
     assert bare["coloured_fraction"] < stats["coloured_fraction"] / 3
+
+
+def test_tensorboard_export_reads_back(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from orchestrator.tensorboard_export import export_experiment
+
+    logdir = export_experiment(make_experiment(tmp_path, "eau"))
+    acc = EventAccumulator(str(logdir / "run-001"))
+    acc.Reload()
+    rewards = acc.Scalars("reward/mean")
+    assert [e.step for e in rewards] == list(range(1, 21))
+    assert math.isclose(rewards[0].value, 0.12, rel_tol=1e-6)
+    assert "success/travel" in acc.Tags()["scalars"]
