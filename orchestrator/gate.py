@@ -1,0 +1,253 @@
+"""The write gate: judges every commit on a workspace's `main`, in order, exactly once.
+
+For each commit not yet judged (first-parent order, oldest first) the gate builds the tree the
+trainer would run if it were accepted (the commit's own change applied on the live tree: normally
+just the commit's tree), runs every check of `orchestrator.gate_checks` against the live tree, and
+then (DESIGN.md, "The experiment workspace"):
+- accepted: `refs/eau/live` advances (the trainer hot-reloads it);
+- rejected: a revert commit on `main` brings main's tree back to the live tree, naming the
+  rejected commits and the reasons, so main and live never drift apart;
+- always: a git note under `refs/notes/eau` and a "verdict" line in the experiment's ledger.
+A commit is judged once: the note marks it. History rewrites (main no longer descends from the
+last judged commit) are refused the same way. One process judges at a time (a lock file).
+
+`python -m orchestrator.gate --hook pre-commit|commit-msg` runs the same checks in the workspace's
+git hooks, on the staged tree, so a bad write is refused before the commit exists.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from orchestrator import gate_checks as checks
+from orchestrator import ledger
+from orchestrator.gate_context import GateContext
+from orchestrator.workspace import (JUDGED_REF, LIVE_REF, CommitInfo, Workspace, is_agent_author,
+                                    parse_trailers)
+
+
+@dataclass
+class Verdict:
+    commit: str
+    parent: str | None
+    author: str
+    author_kind: str                   # "agent" | "person"
+    agent: str | None
+    session: str | None
+    files: dict[str, str]              # path -> added | modified | deleted
+    knob_changes: list[dict]           # [{path, old, new}]
+    verdict: str                       # "accepted" | "rejected"
+    reasons: list[str] = field(default_factory=list)
+    reverted_by: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accepted"
+
+
+def is_human(message: str, agent: bool) -> bool:
+    """A widening schema edit needs `Eau-Author: human` from an identity that is not an agent's."""
+    return parse_trailers(message).get("Eau-Author", "").lower() == "human" and not agent
+
+
+def content_reasons(ws: Workspace, old: str, new: str, ctx: GateContext) -> tuple[list[str], list[dict], dict]:
+    """Every check that needs only the two trees; returns (reasons, knob_changes, files)."""
+    files = ws.changed_paths(old, new)
+    reasons = checks.check_paths(ws, new, files)
+    changes: list[dict] = []
+    if any(p == checks.KNOBS or p.startswith(("schema/", "rewards/")) for p in files):
+        knob_reasons, changes = checks.check_knobs(ws, old, new, ctx)
+        reasons += knob_reasons
+    for path, status in files.items():
+        if status == "deleted":
+            continue
+        if path.startswith("rewards/") and path.endswith(".py") and not reasons:
+            source = ws.read_file(new, path).decode(errors="replace")
+            reasons += checks.check_reward_module(path, source, ctx)
+        elif path.startswith("users/") and path.endswith("/rules.json"):
+            reasons += checks.check_rules(ws, new, path, ctx)
+        elif path == "control.json":
+            reasons += checks.check_control(ws, new, ctx)
+    if checks.RULES_SCHEMA in files:      # a changed rules schema re-checks every bench's rules
+        for bench in checks.BENCH_DIRS:
+            path = f"users/{bench}/rules.json"
+            if path not in files:
+                reasons += checks.check_rules(ws, new, path, ctx)
+    return reasons, changes, files
+
+
+def message_reasons(ws: Workspace, old: str, new: str, message: str, agent: bool,
+                    files: dict | None = None) -> list[str]:
+    files = ws.changed_paths(old, new) if files is None else files
+    return checks.check_message(message) + checks.check_schema_widening(
+        ws, old, new, files, is_human(message, agent))
+
+
+def _verdict(info: CommitInfo, files, changes, reasons) -> Verdict:
+    t = info.trailers()
+    return Verdict(commit=info.sha, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
+                   author_kind="agent" if is_agent_author(info) else "person", agent=t.get("Eau-Agent"),
+                   session=t.get("Eau-Session"), files=files, knob_changes=changes,
+                   verdict="rejected" if reasons else "accepted", reasons=reasons)
+
+
+def judge_commit(ws: Workspace, info: CommitInfo, live_tree: str, ctx: GateContext) -> tuple[Verdict, str | None]:
+    """(verdict, the tree the trainer runs if accepted)."""
+    if info.parent is None or ws.tree_of(info.parent) == live_tree:
+        candidate = info.tree
+    else:                             # an earlier commit of the burst was rejected
+        candidate = ws.apply_change_on(live_tree, info.parent, info.sha)
+    if candidate is None:
+        reason = (f"commit {info.sha[:10]}: its change does not apply on the live tree (it builds on "
+                  f"a rejected commit); redo it on top of main.")
+        return _verdict(info, ws.changed_paths(info.parent, info.sha), [], [reason]), None
+    reasons, changes, files = content_reasons(ws, live_tree, candidate, ctx)
+    reasons += message_reasons(ws, live_tree, candidate, info.message, is_agent_author(info), files)
+    return _verdict(info, files, changes, reasons), candidate
+
+
+@contextmanager
+def gate_lock(exp_dir: Path):
+    """One judge at a time per experiment (the watcher, `orchestrator gate`, an agent session)."""
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    with open(exp_dir / ".gate.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def pending_commits(ws: Workspace) -> list[str]:
+    """Commits on main without a verdict note, oldest first (first-parent walk back to a judged one)."""
+    judged = ws.noted_commits()
+    out = []
+    for sha in ws.first_parent_history():
+        if sha in judged:
+            break
+        out.append(sha)
+    return out[::-1]
+
+
+def judge_pending(exp_dir: Path, ws: Workspace | None = None,
+                  ctx: GateContext | None = None) -> list[Verdict]:
+    """Judge every commit on main not yet judged, in order; returns their verdicts."""
+    exp_dir = Path(exp_dir)
+    with gate_lock(exp_dir):
+        ws = ws or open_experiment_workspace(exp_dir)
+        ctx = ctx or GateContext.for_experiment(exp_dir)
+        for _ in range(10):           # main moved while we judged: judge again, nothing recorded yet
+            verdicts = _judge_pass(ws, ctx, exp_dir)
+            if verdicts is not None:
+                return verdicts
+        raise RuntimeError("main kept moving while the gate judged it; try again.")
+
+
+def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict] | None:
+    head = ws.main()
+    pending = pending_commits(ws) if head else []
+    if not pending:
+        return []
+    live = ws.rev(LIVE_REF)
+    live_tree = ws.tree_of(live)
+    last_judged = ws.rev(JUDGED_REF)
+    rewritten = last_judged is not None and not ws.is_ancestor(last_judged, head)
+    verdicts, new_live = [], live
+    for sha in pending:
+        info = ws.info(sha)
+        if rewritten:
+            v = _verdict(info, ws.changed_paths(live_tree, sha), [], [
+                f"history rewrite: main no longer descends from {last_judged[:10]}, which the gate "
+                f"already judged; add commits on top of main instead of amending, rebasing or resetting."])
+            candidate = None
+        else:
+            v, candidate = judge_commit(ws, info, live_tree, ctx)
+        if v.accepted:
+            new_live = sha if candidate == info.tree else None     # None: only a tree so far
+            live_tree = candidate
+        verdicts.append(v)
+    revert = None
+    if ws.tree_of(head) != live_tree:
+        revert = ws.commit_tree(live_tree, head, _revert_message(verdicts))
+        if not ws.advance_main(revert, head):
+            return None
+        ws.add_note(revert, json.dumps({"verdict": "accepted", "reasons": [],
+                                        "note": "revert commit made by the gate"}))
+    new_live = new_live or revert or head
+    if new_live != live:
+        ws.set_ref(LIVE_REF, new_live)
+    ws.set_ref(JUDGED_REF, revert or head)
+    for v in verdicts:
+        if not v.accepted:
+            v.reverted_by = revert
+        ws.add_note(v.commit, json.dumps({"verdict": v.verdict, "reasons": v.reasons,
+                                          "reverted_by": v.reverted_by}))
+        ledger.append_line(exp_dir, {"type": "verdict", **asdict(v)})
+    return verdicts
+
+
+def _revert_message(verdicts: list[Verdict]) -> str:
+    rejected = [v for v in verdicts if not v.accepted]
+    lines = [f"Revert {', '.join(v.commit[:10] for v in rejected)}: refused by the EAU gate", ""]
+    for v in rejected:
+        lines.append(f"Reverts commit {v.commit}:")
+        lines += [f"  - {r}" for r in v.reasons]
+    lines += ["", "Why: the write gate refused the commit(s) above; main returns to the live tree.",
+              "Expect: main's tree equals refs/eau/live again.", "Eau-Author: gate"]
+    return "\n".join(lines)
+
+
+def judged_verdict(ws: Workspace, sha: str) -> dict | None:
+    """The verdict note of a judged commit, or None."""
+    text = ws.note(sha)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return {"verdict": "unknown", "reasons": [text]}
+
+
+def open_experiment_workspace(exp_dir: Path) -> Workspace:
+    """The workspace of an experiment: runs/NAME/workspace, or the path in workspace.link."""
+    link = Path(exp_dir) / "workspace.link"
+    return Workspace(Path(link.read_text().strip()) if link.exists() else Path(exp_dir) / "workspace")
+
+
+# -- git hooks --------------------------------------------------------------------------------
+def hook_main(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
+    ws = Workspace(Path.cwd())
+    ctx = GateContext.for_experiment(Path(exp_dir)) if exp_dir else GateContext()
+    old = ws.rev("HEAD") or ws.rev(LIVE_REF)
+    old_tree = ws.tree_of(old) if old else ws.run("hash-object", "-t", "tree", "/dev/null")
+    new_tree = ws.staged_tree()
+    if kind == "pre-commit":
+        reasons = content_reasons(ws, old_tree, new_tree, ctx)[0]
+    else:
+        message = Path(msg_file).read_text(errors="replace")
+        message = "\n".join(line for line in message.splitlines() if not line.startswith("#"))
+        ident = ws.run("var", "GIT_AUTHOR_IDENT")
+        email = ident.split("<", 1)[-1].split(">", 1)[0]
+        info = CommitInfo("", None, new_tree, message, ident.split("<")[0].strip(), email)
+        reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info))
+    if reasons:
+        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons], sep="\n", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m orchestrator.gate")
+    p.add_argument("--hook", choices=("pre-commit", "commit-msg"), required=True)
+    p.add_argument("--exp-dir", default=os.environ.get("EAU_EXP_DIR"))
+    p.add_argument("msg_file", nargs="?")
+    args = p.parse_args(argv)
+    return hook_main(args.hook, args.exp_dir, args.msg_file)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,398 @@
+"""The write gate's checks on one change (old tree -> new tree) of an experiment workspace.
+
+Each check returns reasons: one sentence each, naming the file, the knob or rule, the value and
+the limit (DESIGN.md, "Gate checks"; paper appendix A, "Write checks"). An empty list accepts.
+The flow around them (which commits, live ref, reverts, notes, ledger) is in `orchestrator.gate`;
+the facts the checks need from the running experiment (recent success, recent trajectories, the
+bench's fact kinds) come from `orchestrator.gate_context.GateContext`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import jsonschema
+
+from orchestrator.gate_context import ALL_GYMS, SUCCESS_BAR, GateContext, replay_pairs
+from orchestrator.workspace import SUBMODULE_MODE, SYMLINK_MODE, Workspace
+
+KNOBS = "knobs.json"
+KNOB_SCHEMA = "schema/knobs.schema.json"
+RULES_SCHEMA = "schema/rules.schema.json"
+BENCH_DIRS = ("usergym", "colbench", "tau2")
+LAYOUT = [re.compile(p) for p in (
+    r"knobs\.json", r"control\.json", r"schema/[A-Za-z0-9_.-]+\.json",
+    r"users/(usergym|colbench|tau2)/(rules\.json|persona\.md)", r"rewards/[a-z_][a-z0-9_]*\.py",
+    r"[A-Za-z0-9_.-]+\.md")]
+LAYOUT_TEXT = ("knobs.json, control.json, schema/*.json, users/<bench>/rules.json or persona.md, "
+               "rewards/<name>.py, top-level *.md")
+PERSONA_MAX_CHARS = 8000
+REWARD_LOAD_S = 2.0          # import of a reward module (sandbox wall clock)
+REWARD_CALL_S = 1.5          # all replayed turns (or episodes) of one module, one call
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def load_json(ws: Workspace, tree: str, path: str) -> tuple[Any, str | None]:
+    """(parsed, None) or (None, reason) for a JSON file of the tree; (None, None) when absent."""
+    raw = ws.read_file(tree, path)
+    if raw is None:
+        return None, None
+    try:
+        return json.loads(raw), None
+    except ValueError as exc:
+        return None, f"{path}: not valid JSON ({exc})."
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted leaves of nested dicts ("env.travel.max_steps" -> 16); lists are leaves."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def schema_node(schema: dict, dotted: str) -> dict:
+    node = schema
+    for part in dotted.split("."):
+        props = node.get("properties", {}) if isinstance(node, dict) else {}
+        if part in props:
+            node = props[part]
+        elif isinstance(node, dict) and isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return {}
+    return node if isinstance(node, dict) else {}
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# -- files ------------------------------------------------------------------------------------
+def check_paths(ws: Workspace, new_tree: str, files: dict[str, str]) -> list[str]:
+    """Only workspace files: plain files of the layout; no links, no submodules, no .git."""
+    reasons = []
+    modes = ws.list_files(new_tree)
+    for path, status in files.items():
+        if ".git" in path.split("/") or path.startswith(".git"):
+            reasons.append(f"{path}: git's own files are not workspace files.")
+            continue
+        if status == "deleted":
+            if path in (KNOBS, KNOB_SCHEMA):
+                reasons.append(f"{path}: deleted, but the trainer cannot run without it.")
+            continue
+        mode = modes[path][0]
+        if mode == SYMLINK_MODE:
+            target = (ws.read_file(new_tree, path) or b"").decode(errors="replace")
+            reasons.append(f"{path}: a symbolic link (to {target!r}); workspace files must be plain "
+                           f"files inside the workspace.")
+        elif mode == SUBMODULE_MODE:
+            reasons.append(f"{path}: a submodule; workspace files must be plain files.")
+        elif not any(p.fullmatch(path) for p in LAYOUT):
+            reasons.append(f"{path}: outside the workspace (allowed: {LAYOUT_TEXT}).")
+        elif path.endswith("persona.md"):
+            text = (ws.read_file(new_tree, path) or b"").decode(errors="replace")
+            if len(text) > PERSONA_MAX_CHARS:
+                reasons.append(f"{path}: {len(text)} characters, over the limit of {PERSONA_MAX_CHARS}.")
+    return reasons
+
+
+# -- commit message and schema widening -------------------------------------------------------
+def check_message(message: str) -> list[str]:
+    reasons = []
+    for key in ("Why", "Expect"):
+        if not re.search(rf"^\s*{key}:\s*\S", message, re.M | re.I):
+            reasons.append(f"commit message: no `{key}:` line; every write carries its rationale "
+                           f"(a `Why: ...` line and an `Expect: ...` line).")
+    return reasons
+
+
+_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minItems", "minLength", "minProperties")
+_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxItems", "maxLength", "maxProperties", "x-max-delta")
+
+
+def widenings(old: Any, new: Any, where: str = "") -> list[str]:
+    """Each way `new` admits more than `old` (a range, a delta, an enum, a type, a property set)."""
+    out: list[str] = []
+    if isinstance(old, list) and isinstance(new, list):
+        for i, (a, b) in enumerate(zip(old, new)):
+            out += widenings(a, b, f"{where}[{i}]")
+        return out
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return out
+    at = where or "(top)"
+    for key in _LOWER_BOUNDS:
+        if is_number(old.get(key)) and not (is_number(new.get(key)) and new[key] >= old[key]):
+            out.append(f"{at} {key} {old[key]} -> {new.get(key, 'removed')}")
+    for key in _UPPER_BOUNDS:
+        if is_number(old.get(key)) and not (is_number(new.get(key)) and new[key] <= old[key]):
+            out.append(f"{at} {key} {old[key]} -> {new.get(key, 'removed')}")
+    if isinstance(old.get("enum"), list):
+        added = [v for v in new.get("enum", ["(any)"]) if v not in old["enum"]]
+        if added or "enum" not in new:
+            out.append(f"{at} enum gains {short(added or 'any value')}")
+    if "type" in old:
+        ot = set(old["type"]) if isinstance(old["type"], list) else {old["type"]}
+        nt = new.get("type")
+        nt = set(nt) if isinstance(nt, list) else ({nt} if nt else {"any"})
+        if nt - ot:
+            out.append(f"{at} type {sorted(ot)} -> {sorted(nt)}")
+    if old.get("additionalProperties") is False and new.get("additionalProperties") is not False:
+        out.append(f"{at} additionalProperties false -> {short(new.get('additionalProperties', True))}")
+    dropped = set(old.get("required", [])) - set(new.get("required", []))
+    if dropped:
+        out.append(f"{at} required drops {sorted(dropped)}")
+    if "x-harder" in old and new.get("x-harder") != old["x-harder"]:
+        out.append(f"{at} x-harder {old['x-harder']} -> {new.get('x-harder', 'removed')}")
+    for key in old:
+        if key in new and isinstance(old[key], (dict, list)):
+            out += widenings(old[key], new[key], f"{where}.{key}" if where else key)
+    return out
+
+
+def check_schema_widening(ws: Workspace, old_tree: str, new_tree: str, files: dict[str, str],
+                          human: bool) -> list[str]:
+    """Schema edits that widen an existing range or delta need `Eau-Author: human` from a person."""
+    reasons = []
+    for path, status in files.items():
+        if not (path.startswith("schema/") and path.endswith(".json")) or status == "added":
+            continue
+        old, _ = load_json(ws, old_tree, path)
+        new, err = load_json(ws, new_tree, path) if status != "deleted" else ({}, None)
+        if err or old is None:
+            continue                  # an unparsable schema is refused by the knob/rule checks
+        found = widenings(old, new if status != "deleted" else {"deleted": True})
+        if status == "deleted":
+            found = ["the whole schema deleted"]
+        if found and not human:
+            reasons.append(f"{path}: widens {'; '.join(found[:5])}; only a person may widen a "
+                           f"schema (commit message line `Eau-Author: human`, not as an agent).")
+    return reasons
+
+
+# -- knobs ------------------------------------------------------------------------------------
+def _touched_gyms(path: str, node: dict, bench_gyms: tuple[str, ...]) -> list[str]:
+    parts = path.split(".")
+    if parts[0] in ("env", "user") and len(parts) > 2:
+        return [parts[1]]
+    if parts[:2] == ["reward", "per_gym_scale"] and len(parts) > 2:
+        return [parts[2]]
+    gyms = node.get("x-gyms") or list(ALL_GYMS)
+    return [g for g in gyms if g in bench_gyms] or list(gyms)
+
+
+def _harder(node: dict, old: Any, new: Any) -> bool:
+    way = node.get("x-harder")
+    if is_number(old) and is_number(new):
+        return (way == "up" and new > old) or (way == "down" and new < old)
+    if isinstance(old, list) and isinstance(new, list):
+        grew = bool(set(map(str, new)) - set(map(str, old)))
+        shrank = bool(set(map(str, old)) - set(map(str, new)))
+        return (way == "up" and grew) or (way == "down" and shrank)
+    return False
+
+
+def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateContext) -> list[str]:
+    reasons = []
+    delta = node.get("x-max-delta")
+    if is_number(delta) and is_number(old) and is_number(new) and abs(new - old) > delta + 1e-12:
+        reasons.append(f"{KNOBS}: {path} {old} -> {new} changes by {abs(new - old):g}, over the "
+                       f"per-write limit x-max-delta {delta:g}.")
+    if _harder(node, old, new):
+        for gym in _touched_gyms(path, node, ctx.bench_gyms()):
+            value, source = ctx.recent_success(gym)
+            if value is None:
+                reasons.append(f"{KNOBS}: {path} {short(old)} -> {short(new)} makes {gym} harder "
+                               f"(x-harder {node['x-harder']}), but {source}; a harder write needs "
+                               f"recent success >= {SUCCESS_BAR:.2f}.")
+            elif value < SUCCESS_BAR:
+                reasons.append(f"{KNOBS}: {path} {short(old)} -> {short(new)} makes {gym} harder "
+                               f"(x-harder {node['x-harder']}), but its recent success is {value:.3f} "
+                               f"({source}), below the limit {SUCCESS_BAR:.2f}.")
+    if path.endswith(".withhold_kinds") and isinstance(new, list) and new:
+        gym = path.split(".")[1]
+        kinds = ctx.gym_fact_kinds(gym)
+        for kind in new:
+            if kinds is not None and kind not in kinds:
+                reasons.append(f"{KNOBS}: {path} names fact kind {kind!r}, which no {gym} task has "
+                               f"(kinds: {', '.join(sorted(kinds)) or 'none'}).")
+    return reasons
+
+
+def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
+                ctx: GateContext) -> tuple[list[str], list[dict]]:
+    """Schema, ranges, per-write deltas, harder direction, semantic cross-checks; and the changes."""
+    knobs, err = load_json(ws, new_tree, KNOBS)
+    if err or knobs is None:
+        return [err or f"{KNOBS}: missing; the trainer cannot run without it."], []
+    schema, err = load_json(ws, new_tree, KNOB_SCHEMA)
+    if err or schema is None:
+        return [err or f"{KNOB_SCHEMA}: missing; knobs cannot be checked without it."], []
+    try:
+        validator = jsonschema.Draft202012Validator(schema)
+        errors = sorted(validator.iter_errors(knobs), key=lambda e: list(map(str, e.absolute_path)))
+    except jsonschema.SchemaError as exc:
+        return [f"{KNOB_SCHEMA}: not a valid JSON Schema ({exc.message})."], []
+    reasons = [f"{KNOBS}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
+               f"{e.message}." for e in errors[:10]]
+    old_knobs, _ = load_json(ws, old_tree, KNOBS)
+    old_flat = flatten(old_knobs) if isinstance(old_knobs, dict) else {}
+    new_flat = flatten(knobs)
+    changes = [{"path": p, "old": old_flat.get(p), "new": new_flat.get(p)}
+               for p in sorted(set(old_flat) | set(new_flat)) if old_flat.get(p) != new_flat.get(p)]
+    if not reasons:
+        for ch in changes:
+            reasons += _knob_change_reasons(ch["path"], ch["old"], ch["new"],
+                                            schema_node(schema, ch["path"]), ctx)
+        reasons += _knob_semantics(ws, new_tree, knobs)
+    return reasons, changes
+
+
+def _knob_semantics(ws: Workspace, new_tree: str, knobs: dict) -> list[str]:
+    reasons = []
+    clip = knobs.get("reward", {}).get("turn_reward_clip", {})
+    if is_number(clip.get("min")) and is_number(clip.get("max")) and clip["min"] > clip["max"]:
+        reasons.append(f"{KNOBS}: reward.turn_reward_clip.min {clip['min']} is above "
+                       f"reward.turn_reward_clip.max {clip['max']}.")
+    for name, mod in (knobs.get("reward", {}).get("modules") or {}).items():
+        if isinstance(mod, dict) and mod.get("enabled") and ws.read_file(new_tree, f"rewards/{name}.py") is None:
+            reasons.append(f"{KNOBS}: reward.modules.{name} is enabled but rewards/{name}.py does not exist.")
+    return reasons
+
+
+# -- reward modules ---------------------------------------------------------------------------
+_META = "(APPLIES_TO, callable(globals().get('turn_reward')), callable(globals().get('episode_reward')))"
+_CALLS = ("(lambda P: [(type(v).__name__, repr(v)) for v in [{fn}(x) for g, x in P if g in APPLIES_TO]]"
+          " if callable(globals().get('{fn}')) else None)({pairs})")
+
+
+def _values_reason(path: str, fn: str, res) -> str | None:
+    if not res.ok:
+        what = {"timeout": f"did not return within {REWARD_CALL_S:g} s (the limit)",
+                "memory": "ran out of memory (the limit is 512 MB)"}.get(res.kind, f"failed: {res.error}")
+        return f"{path}: {fn} {what} on replayed {'turns' if fn == 'turn_reward' else 'episodes'}."
+    for tname, text in res.value or []:
+        if tname not in ("float", "int"):
+            return f"{path}: {fn} returned {text} ({tname}), not a float."
+        if not math.isfinite(float(text)):
+            return f"{path}: {fn} returned {text}, not a finite float."
+    return None
+
+
+def check_reward_module(path: str, source: str, ctx: GateContext) -> list[str]:
+    """Import and run the module in the sandbox on replayed turns/episodes (DESIGN.md)."""
+    from training.sandbox import Limits, run_calls   # no torch: the sandbox is plain Python
+
+    turns, episodes = replay_pairs(ctx.trajectory_episodes())
+    limits = Limits(wall_s=REWARD_LOAD_S, cpu_s=2 * (REWARD_LOAD_S + 2 * REWARD_CALL_S), memory_mb=512)
+    meta, on_turns, on_eps = run_calls(source, [
+        _META, _CALLS.format(fn="turn_reward", pairs=repr(turns)),
+        _CALLS.format(fn="episode_reward", pairs=repr(episodes))], limits, per_call_wall_s=REWARD_CALL_S)
+    if not meta.ok:
+        if "APPLIES_TO" in (meta.error or ""):
+            return [f"{path}: defines no APPLIES_TO (a list of gyms the module applies to)."]
+        what = "did not finish within {:g} s".format(REWARD_LOAD_S) if meta.kind == "timeout" \
+            else f"failed ({meta.error})"
+        return [f"{path}: importing the module {what}."]
+    applies, has_turn, has_episode = meta.value
+    if not isinstance(applies, list) or not applies or not all(g in ALL_GYMS for g in applies):
+        return [f"{path}: APPLIES_TO = {short(applies)} must be a non-empty list of gyms from "
+                f"{', '.join(ALL_GYMS)}."]
+    if not (has_turn or has_episode):
+        return [f"{path}: defines neither turn_reward(turn) nor episode_reward(episode)."]
+    reasons = []
+    for fn, res, present in (("turn_reward", on_turns, has_turn), ("episode_reward", on_eps, has_episode)):
+        reason = _values_reason(path, fn, res) if present else None
+        if reason:
+            reasons.append(reason)
+    return reasons
+
+
+# -- rules and control ------------------------------------------------------------------------
+def _walk(value: Any, where: str = ""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield f"{where}.{k}" if where else k, k, v
+            yield from _walk(v, f"{where}.{k}" if where else k)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _walk(v, f"{where}[{i}]")
+
+
+def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> list[str]:
+    rules, err = load_json(ws, new_tree, path)
+    if err:
+        return [err]
+    if rules is None:
+        return []
+    schema, _ = load_json(ws, new_tree, RULES_SCHEMA)
+    if isinstance(schema, dict):
+        try:
+            errors = list(jsonschema.Draft202012Validator(schema).iter_errors(rules))[:5]
+        except jsonschema.SchemaError as exc:
+            return [f"{RULES_SCHEMA}: not a valid JSON Schema ({exc.message})."]
+        if errors:
+            return [f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
+                    f"{e.message} ({RULES_SCHEMA})." for e in errors]
+    reasons = []
+    for where, key, value in _walk(rules):
+        if key in ("regex", "not_regex", "pattern") and isinstance(value, str):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                reasons.append(f"{path}: {where} = {value!r} is not a valid regular expression ({exc}).")
+    if reasons:
+        return reasons
+    bench = path.split("/")[1]
+    kinds = ctx.bench_fact_kinds(bench)
+    try:
+        from training.users.symbolic import compile_rules
+    except ImportError:
+        return reasons
+    if kinds is None:                # the bench cannot tell its kinds: do not refuse on kinds
+        kinds = {v for _, k, vs in _walk(rules) if k == "kinds" and isinstance(vs, list) for v in vs}
+    try:
+        compile_rules(rules, kinds)
+    except ValueError as exc:
+        reasons.append(f"{path}: {exc}")
+    return reasons
+
+
+def check_control(ws: Workspace, new_tree: str, ctx: GateContext) -> list[str]:
+    """control.json: {"action": "restart"|"resume", "from_checkpoint": "step-000050", "why": "..."}."""
+    ctl, err = load_json(ws, new_tree, "control.json")
+    if err or ctl is None:
+        return [err] if err else []
+    if not isinstance(ctl, dict):
+        return [f"control.json: expected an object, got {short(ctl)}."]
+    reasons = []
+    extra = set(ctl) - {"action", "from_checkpoint", "why"}
+    if extra:
+        reasons.append(f"control.json: unknown field(s) {', '.join(sorted(extra))} (allowed: action, "
+                       f"from_checkpoint, why).")
+    if ctl.get("action") not in ("restart", "resume"):
+        reasons.append(f"control.json: action = {short(ctl.get('action'))}, expected \"restart\" or \"resume\".")
+    if not isinstance(ctl.get("why"), str) or not ctl["why"].strip():
+        reasons.append("control.json: why must say why the run should restart or resume.")
+    ckpt = ctl.get("from_checkpoint")
+    if ckpt is None and ctl.get("action") == "resume":
+        reasons.append("control.json: a resume needs from_checkpoint (e.g. \"step-000050\").")
+    elif ckpt is not None:
+        if not isinstance(ckpt, str) or not re.fullmatch(r"step-\d{6}", ckpt):
+            reasons.append(f"control.json: from_checkpoint = {short(ckpt)} is not a checkpoint name "
+                           f"like \"step-000050\".")
+        else:
+            run = ctx.run_dir()
+            if run is not None and not (run / "checkpoints" / ckpt).is_dir():
+                reasons.append(f"control.json: from_checkpoint {ckpt} does not exist in "
+                               f"{run.name}/checkpoints.")
+    return reasons

@@ -1,0 +1,95 @@
+"""The intervention ledger: `runs/NAME/ledger.jsonl`, one JSON object per line.
+
+Every line has "type" and "ts" (UNIX seconds). Types (issue 2):
+  verdict  {commit, parent, author, author_kind: "agent"|"person", agent, session, files,
+            knob_changes: [{path, old, new}], verdict: "accepted"|"rejected", reasons, reverted_by}
+  applied  {commit, run, step}            copied from a trainer's events.jsonl
+  effect   {commit, metric, before, after, delta, noise, label: "helped"|"harmed"|"inconclusive"}
+  session  {...}                          a meta-agent session (orchestrator.agents)
+  control  {...}                          a restart/resume request and what became of it
+
+Writers append whole lines with one `write` on an O_APPEND descriptor, then flush and fsync, so
+two writers never interleave inside a line and a crash loses at most the last line. Readers skip
+a corrupt line (a torn write, a hand edit) with a warning instead of failing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+LEDGER = "ledger.jsonl"
+TYPES = ("verdict", "applied", "effect", "session", "control")
+
+
+def ledger_path(exp_dir: Path | str) -> Path:
+    return Path(exp_dir) / LEDGER
+
+
+def append_line(exp_dir: Path | str, record: dict[str, Any]) -> dict[str, Any]:
+    """Append one record (adds "ts" when missing); returns the record written."""
+    if record.get("type") not in TYPES:
+        raise ValueError(f"ledger record type {record.get('type')!r} is not one of {', '.join(TYPES)}.")
+    record = {"type": record["type"], "ts": record.get("ts", time.time()),
+              **{k: v for k, v in record.items() if k not in ("type", "ts")}}
+    data = (json.dumps(record, sort_keys=False, default=str) + "\n").encode()
+    path = ledger_path(exp_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        # a single write on O_APPEND: concurrent appenders never interleave within a line
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return record
+
+
+def iter_lines(exp_dir: Path | str) -> Iterator[dict[str, Any]]:
+    path = ledger_path(exp_dir)
+    if not path.exists():
+        return
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw)
+                if not isinstance(rec, dict) or "type" not in rec:
+                    raise ValueError("not an object with a type")
+            except ValueError as exc:
+                warnings.warn(f"{path}: line {n} skipped (not a ledger record: {exc})", stacklevel=2)
+                continue
+            yield rec
+
+
+def read_lines(exp_dir: Path | str, type: str | None = None) -> list[dict[str, Any]]:
+    """All records, oldest first; with `type`, only those of that type."""
+    return [r for r in iter_lines(exp_dir) if type is None or r.get("type") == type]
+
+
+def sync_applied(exp_dir: Path | str) -> int:
+    """Copy `applied` events of every run's events.jsonl into the ledger (once each); returns how
+    many were added. The trainer writes {"event": "applied", "commit", "step"} (DESIGN.md)."""
+    exp_dir = Path(exp_dir)
+    seen = {(r.get("commit"), r.get("run"), r.get("step")) for r in read_lines(exp_dir, "applied")}
+    added = 0
+    for events in sorted(exp_dir.glob("run-*/events.jsonl")):
+        run = events.parent.name
+        for raw in events.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(ev, dict) or (ev.get("event") or ev.get("type")) != "applied":
+                continue
+            key = (ev.get("commit"), run, ev.get("step"))
+            if key not in seen:
+                append_line(exp_dir, {"type": "applied", "commit": ev.get("commit"), "run": run,
+                                      "step": ev.get("step")})
+                seen.add(key)
+                added += 1
+    return added

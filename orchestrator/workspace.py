@@ -1,0 +1,286 @@
+"""The one module that runs git (DESIGN.md, "The experiment workspace"; STYLE.md point 7).
+
+An experiment's workspace is a git repository: agents and people commit to `main`, the gate moves
+`refs/eau/live` to the last accepted commit, writes a verdict note under `refs/notes/eau` on every
+commit it judges, and reverts rejected commits with a commit of its own. Everything here goes
+through GitPython's `Repo.git` (plumbing commands), never through a working-tree checkout of ours,
+so an agent editing files in the workspace at the same time is never disturbed.
+
+Quirks worked around (cited where they are handled):
+- `git notes add` refuses to overwrite an existing note and needs an identity for the notes commit.
+- `core.hooksPath` in a person's global config silently disables `.git/hooks`.
+- `git merge-tree --merge-base` needs git 2.40; this machine has 2.39, so a commit's own change is
+  re-applied on the live tree with `git apply --cached` on a temporary index instead.
+- `os.rename` onto a non-empty folder fails (ENOTEMPTY), so exports swap folders in two renames.
+- A second git process holding `index.lock` makes index commands fail: they are retried briefly.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from orchestrator.errors import UserError
+
+MAIN = "refs/heads/main"
+LIVE_REF = "refs/eau/live"
+JUDGED_REF = "refs/eau/judged"          # last commit on main the gate judged (rewrite detection)
+NOTES_REF = "refs/notes/eau"
+GATE_IDENTITY = ("EAU gate", "gate@eau.local")
+AGENT_EMAIL_SUFFIX = "@agents.eau"
+SYMLINK_MODE = 0o120000
+SUBMODULE_MODE = 0o160000
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    parent: str | None          # first parent (None for a root commit)
+    tree: str
+    message: str
+    author_name: str
+    author_email: str
+
+    def trailers(self) -> dict[str, str]:
+        """`Key: value` lines of the message (last one wins), e.g. Eau-Agent, Why, Expect."""
+        return parse_trailers(self.message)
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in message.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and " " not in key.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def identity_env(name: str, email: str) -> dict[str, str]:
+    return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+
+
+class Workspace:
+    """A workspace repository (non-bare, `main` checked out where agents edit)."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path).resolve()
+        try:
+            self.repo = git.Repo(self.path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise UserError(f"{self.path} is not a git repository: pass a folder made with "
+                            f"`git init`, or leave --workspace out to seed a new one.") from None
+        self.git_dir = Path(self.repo.git_dir).resolve()
+
+    # -- creation -----------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path: Path, seed_dir: Path, message: str) -> "Workspace":
+        """A new repository at `path` holding a copy of `seed_dir`, committed once on main."""
+        path.mkdir(parents=True, exist_ok=False)
+        shutil.copytree(seed_dir, path, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".git"))
+        subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+        ws = cls(path)
+        ws.run("add", "-A")
+        ws.run("commit", "-q", "--no-verify", "-m", message, env=identity_env(*GATE_IDENTITY))
+        return ws
+
+    def install_hooks(self, scripts: dict[str, str]) -> None:
+        """Write hook scripts (name -> text) into this repository's hooks folder."""
+        hooks = self.git_dir / "hooks"
+        hooks.mkdir(exist_ok=True)
+        for name, text in scripts.items():
+            target = hooks / name
+            if target.exists() and "orchestrator.gate" not in target.read_text(errors="replace"):
+                target.rename(target.with_name(name + ".before-eau"))   # keep a person's own hook
+            target.write_text(text)
+            target.chmod(0o755)
+        # A global core.hooksPath would silently bypass .git/hooks: pin it in the local config.
+        self.run("config", "core.hooksPath", str(hooks))
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def run(self, *args: str, env: dict | None = None, input: str | None = None,
+            check: bool = True) -> str:
+        """Run one git command in this repository; returns stdout (stripped of the final newline)."""
+        full_env = {**os.environ, **(env or {})}
+        for attempt in range(20):
+            proc = subprocess.run(["git", *args], cwd=self.path, env=full_env, input=input,
+                                  capture_output=True, text=True)
+            # Another git process holding index.lock: wait and retry (the agent may be committing).
+            if proc.returncode != 0 and "index.lock" in proc.stderr and attempt < 19:
+                time.sleep(0.1)
+                continue
+            break
+        if check and proc.returncode != 0:
+            raise git.GitCommandError(["git", *args], proc.returncode, proc.stderr)
+        return proc.stdout.rstrip("\n")
+
+    def rev(self, ref: str) -> str | None:
+        """The commit `ref` names, or None when it does not exist."""
+        out = self.run("rev-parse", "-q", "--verify", f"{ref}^{{commit}}", check=False)
+        return out or None
+
+    def main(self) -> str | None:
+        return self.rev(MAIN)
+
+    def info(self, sha: str) -> CommitInfo:
+        c = self.repo.commit(sha)
+        return CommitInfo(sha=c.hexsha, parent=c.parents[0].hexsha if c.parents else None,
+                          tree=c.tree.hexsha, message=c.message, author_name=c.author.name or "",
+                          author_email=c.author.email or "")
+
+    def tree_of(self, treeish: str) -> str:
+        return self.run("rev-parse", f"{treeish}^{{tree}}")
+
+    def _tree(self, treeish: str) -> git.Tree:
+        # Repo.tree(sha) leaves the root's `path` unset, so `tree / "a/b"` fails: give it "".
+        return git.Tree(self.repo, bytes.fromhex(self.tree_of(treeish)), mode=0o040000, path="")
+
+    def read_file(self, treeish: str, path: str) -> bytes | None:
+        """A file's bytes at a commit or tree, or None when absent."""
+        try:
+            obj = self._tree(treeish) / path
+        except KeyError:
+            return None
+        if obj.type != "blob":
+            return None
+        return obj.data_stream.read()
+
+    def list_files(self, treeish: str) -> dict[str, tuple[int, str]]:
+        """path -> (mode, object sha) of every blob and submodule in the tree."""
+        return {item.path: (item.mode, item.hexsha) for item in self._tree(treeish).traverse()
+                if item.type in ("blob", "submodule")}
+
+    def changed_paths(self, old: str, new: str) -> dict[str, str]:
+        """path -> "added" | "modified" | "deleted" between two trees/commits."""
+        a, b = self.list_files(old), self.list_files(new)
+        out = {p: "added" for p in b if p not in a}
+        out.update({p: "deleted" for p in a if p not in b})
+        out.update({p: "modified" for p in a if p in b and a[p] != b[p]})
+        return dict(sorted(out.items()))
+
+    def diff(self, old: str, new: str) -> str:
+        return self.run("diff", "--no-color", old, new)
+
+    def first_parent_history(self, ref: str = MAIN) -> list[str]:
+        """Commits of `ref` newest first, following first parents only (merges count once)."""
+        out = self.run("rev-list", "--first-parent", ref, check=False)
+        return out.split() if out else []
+
+    def commits_since(self, base: str | None, ref: str = MAIN) -> list[str]:
+        """Commits on `ref` after `base`, oldest first, first-parent order."""
+        spec = [ref] if base is None else [f"{base}..{ref}"]
+        out = self.run("rev-list", "--first-parent", "--reverse", *spec)
+        return out.split() if out else []
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=self.path,
+                              capture_output=True).returncode == 0
+
+    # -- refs, tags, notes --------------------------------------------------------------------
+    def set_ref(self, name: str, sha: str, expect_old: str | None = None) -> bool:
+        """Point `name` at `sha`; with `expect_old`, only if it still points there (atomic)."""
+        args = ["update-ref", name, sha] + ([expect_old] if expect_old else [])
+        try:
+            self.run(*args)
+            return True
+        except git.GitCommandError:
+            return False
+
+    def tag(self, name: str, sha: str) -> None:
+        self.set_ref(f"refs/tags/{name}", sha)
+
+    def add_note(self, sha: str, text: str) -> None:
+        # `git notes add` refuses an existing note without -f, and needs a committer identity.
+        self.run("notes", f"--ref={NOTES_REF}", "add", "-f", "-m", text, sha,
+                 env=identity_env(*GATE_IDENTITY))
+
+    def note(self, sha: str) -> str | None:
+        out = self.run("notes", f"--ref={NOTES_REF}", "show", sha, check=False)
+        return out or None
+
+    def noted_commits(self) -> set[str]:
+        out = self.run("notes", f"--ref={NOTES_REF}", "list", check=False)
+        return {line.split()[1] for line in out.splitlines() if len(line.split()) == 2}
+
+    # -- building commits without a checkout --------------------------------------------------
+    def apply_change_on(self, base: str, parent: str, commit: str) -> str | None:
+        """The tree of `base` with the change `parent -> commit` applied, or None on a conflict.
+
+        git 2.39 lacks `merge-tree --merge-base` (2.40), so the change is applied as a patch on
+        a temporary index holding `base`'s tree (`git apply --cached` never touches files)."""
+        patch = self.run("diff", "--binary", "--full-index", parent, commit)
+        if not patch:
+            return self.tree_of(base)
+        with tempfile.TemporaryDirectory(prefix="eau-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self.run("read-tree", base, env=env)
+            try:
+                self.run("apply", "--cached", "--whitespace=nowarn", env=env, input=patch + "\n")
+            except git.GitCommandError:
+                return None
+            return self.run("write-tree", env=env)
+
+    def commit_tree(self, tree: str, parent: str, message: str,
+                    identity: tuple[str, str] = GATE_IDENTITY) -> str:
+        return self.run("commit-tree", tree, "-p", parent, "-m", message, env=identity_env(*identity))
+
+    def advance_main(self, new: str, old: str) -> bool:
+        """Move main from `old` to `new` (compare-and-swap) and bring the checkout along.
+
+        Returns False when main moved meanwhile (a new commit landed: the caller judges again).
+        The index and files follow with a two-way `read-tree -m -u`, which keeps a person's
+        unrelated uncommitted edits and refuses to overwrite conflicting ones (then only main moves
+        and `git status` shows the difference)."""
+        if not self.set_ref(MAIN, new, old):
+            return False
+        if self.run("symbolic-ref", "-q", "HEAD", check=False) == MAIN and not self.repo.bare:
+            self.run("read-tree", "-m", "-u", old, new, check=False)
+        return True
+
+    def staged_tree(self) -> str:
+        """The tree of the index (in a pre-commit hook: what is about to be committed)."""
+        return self.run("write-tree")
+
+    def commit_all(self, message: str, identity: tuple[str, str], verify: bool = True) -> str:
+        """Stage everything and commit on the current branch (tests, adapters, people's tools)."""
+        self.run("add", "-A")
+        args = ["commit", "-q", "-m", message] + ([] if verify else ["--no-verify"])
+        self.run(*args, env=identity_env(*identity))
+        return self.rev("HEAD")
+
+    def export_tree(self, treeish: str, dest: Path) -> Path:
+        """Write a commit's files into `dest` atomically: a temporary folder, then renames."""
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        for path, (mode, sha) in self.list_files(treeish).items():
+            if mode in (SYMLINK_MODE, SUBMODULE_MODE):
+                continue                 # never follow links out of the snapshot
+            target = tmp / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
+            if mode & 0o111:
+                target.chmod(0o755)
+        # os.rename onto a non-empty folder fails (ENOTEMPTY): move the old one aside first.
+        old = None
+        if dest.exists():
+            old = dest.with_name(f".{dest.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+            os.rename(dest, old)
+        os.rename(tmp, dest)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return dest
+
+
+def is_agent_author(info: CommitInfo) -> bool:
+    """Agents commit with `Eau-Agent:` / `Eau-Session:` trailers and an @agents.eau email."""
+    t = info.trailers()
+    return ("Eau-Agent" in t or "Eau-Session" in t
+            or info.author_email.lower().endswith(AGENT_EMAIL_SUFFIX))
