@@ -65,6 +65,11 @@ DEV_OK = {"/dev/null", "/dev/urandom", "/dev/random"}
 
 class Forbidden(Exception): pass
 class OutputLimit(Exception): pass
+ATTEMPTS = []   # refused operations during the current call, even when the code catches Forbidden
+
+def _deny(msg):
+    ATTEMPTS.append(msg)
+    return Forbidden(msg)
 
 def _inside(path, roots):
     p = os.path.realpath(path)
@@ -81,25 +86,25 @@ def _hook(event, args):
             return
         if not writing and _inside(path, ALLOWED_READ):
             return
-        raise Forbidden(f"open {path!r} outside the sandbox folder")
+        raise _deny(f"open {path!r} outside the sandbox folder")
     if event in ("os.listdir", "os.scandir") and args and args[0] not in (None, "", "."):
         p = args[0]
         if not isinstance(p, int) and not _inside(os.fsdecode(p), [HOME] + ALLOWED_READ):
-            raise Forbidden(f"list {p!r} outside the sandbox folder")
+            raise _deny(f"list {p!r} outside the sandbox folder")
     if event.startswith("socket.") and not CFG["allow_network"]:
-        raise Forbidden("network access is not allowed")
+        raise _deny("network access is not allowed")
     if event in ("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
                  "subprocess.Popen", "os.startfile") and CFG["max_procs"] <= 0:
-        raise Forbidden(f"{event} is not allowed")
+        raise _deny(f"{event} is not allowed")
     if event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
                  "os.chdir", "os.chroot", "os.setuid", "sys.setrecursionlimit_disabled",
                  "os.putenv", "os.unsetenv"):
-        raise Forbidden(f"{event} is not allowed")
+        raise _deny(f"{event} is not allowed")
     if event in ("os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.symlink", "os.link",
                  "os.truncate", "os.chmod", "os.chown", "shutil.rmtree", "os.utime"):
         for a in args[:2]:
             if isinstance(a, (str, bytes)) and not _inside(os.fsdecode(a), [HOME]):
-                raise Forbidden(f"{event} {a!r} outside the sandbox folder")
+                raise _deny(f"{event} {a!r} outside the sandbox folder")
 
 class CappedWriter(io.TextIOBase):
     def __init__(self, cap): self.cap, self.parts, self.n = cap, [], 0
@@ -132,6 +137,7 @@ def _on_alarm(signum, frame): raise Alarm()
 
 def _run_one(fn, per_call_s):
     out = CappedWriter(CFG["max_output_bytes"]); sys.stdout = sys.stderr = out
+    del ATTEMPTS[:]
     if per_call_s: signal.setitimer(signal.ITIMER_REAL, per_call_s)
     try:
         value = fn()
@@ -151,6 +157,8 @@ def _run_one(fn, per_call_s):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if ATTEMPTS and r["kind"] in ("ok", "exception"):   # a caught Forbidden is still an attempt
+        r = {"ok": False, "kind": "forbidden", "error": ATTEMPTS[0] + " (the code caught the refusal)"}
     r["stdout"] = out.text()[-4000:]
     return r
 
