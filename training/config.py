@@ -1,0 +1,304 @@
+"""The trainer's configuration: one frozen dataclass per section, names after verl.
+
+`config.json` in a run folder is the resolved, frozen form of `Config` (DESIGN.md, "The trainer
+subprocess"); the orchestrator writes it with `resolve(bench, preset, overrides).to_dict()` and the
+trainer reads it back with `Config.from_dict`. Keys follow verl's (`data.train_batch_size`,
+`actor.optim.lr`, `rollout.n`, ...) so that a verl user can read a run at a glance.
+
+Presets carry the paper's appendix C (Table 9) values per bench; the `cpu` preset scales them down
+so the README demo (SmolLM2-135M, UserGym, ~10 PPO steps) fits a 2-core CPU in a few minutes.
+
+Batch units, as in verl: `data.train_batch_size` and `actor.ppo_mini_batch_size` count prompts
+(tasks); every prompt is rolled out `rollout.n` times, so a step trains on
+`train_batch_size * rollout.n` episodes. Micro-batch sizes count episodes (sequences).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config a user wrote is wrong (unknown key, bad value); the message says which and why."""
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    train_batch_size: int = 64
+    """Prompts (tasks) per PPO step; each is rolled out `rollout.n` times."""
+    split: str = "train"
+    """Task split the trainer samples from (evaluation is walled off, DESIGN.md)."""
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    lr: float = 3e-7
+    """Learning rate before the live knob `agent.lr_multiplier` is applied (actor only)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay."""
+    betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    grad_clip: float = 1.0
+    """Largest global gradient norm; larger gradients are scaled down."""
+
+
+@dataclass(frozen=True)
+class ActorConfig:
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    """Optimiser of the policy."""
+    ppo_mini_batch_size: int = 16
+    """Prompts per optimiser step (times rollout.n episodes), as in verl."""
+    ppo_micro_batch_size: int = 4
+    """Episodes per forward/backward pass; gradients accumulate over a mini-batch."""
+    ppo_epochs: int = 1
+    """Passes over the step's episodes."""
+    clip_ratio: float = 0.2
+    """PPO's epsilon: the probability ratio is clipped to [1 - eps, 1 + eps]."""
+    kl_loss_coef: float = 0.001
+    """Weight of low_var_kl to the reference; the live knob agent.kl_loss_coef overrides it."""
+    entropy_coeff: float = 0.001
+    """Weight of the entropy bonus; the live knob agent.entropy_coeff overrides it."""
+    use_kl_loss: bool = True
+    """Add the KL-to-reference term to the policy loss (verl's use_kl_loss)."""
+
+
+@dataclass(frozen=True)
+class CriticConfig:
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-6))
+    """Optimiser of the critic (its lr is not scaled by agent.lr_multiplier)."""
+    ppo_micro_batch_size: int = 4
+    """Episodes per critic forward/backward pass."""
+    cliprange_value: float = 0.5
+    """Value clipping: new values are kept within this distance of the rollout's values."""
+
+
+@dataclass(frozen=True)
+class AlgorithmConfig:
+    gamma: float = 1.0
+    """Discount across agent turns (turn-level GAE) or action tokens (token-level)."""
+    lam: float = 1.0
+    """GAE lambda."""
+    adv_estimator: str = "turn_gae"
+    """"turn_gae": GAE across agent turns, each turn's advantage shared by its tokens (paper 4.4);
+    "token_gae": GAE across action tokens, skipping user/tool/template tokens."""
+    whiten_advantages: bool = True
+    """Normalise advantages over the step's action tokens to mean 0, std 1."""
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    n: int = 5
+    """Episodes rolled out per prompt (appendix C: 5)."""
+    max_turns: int = 16
+    """Agent turns per episode at most (the env's max_steps knob may end it sooner)."""
+    response_length: int = 1024
+    """New tokens per agent turn at most."""
+    max_episode_tokens: int = 8192
+    """Whole-episode token budget (prompt, turns, observations); an episode past it is truncated."""
+    temperature: float = 1.0
+    """Sampling temperature of the policy."""
+    top_p: float = 1.0
+    """Nucleus sampling of the policy."""
+    user_llm: str = "none"
+    """LLM user backend for the llm arm: "none" (symbolic arm only) or "reference" (the frozen
+    reference model answers as the user, batched)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    path: str = ""
+    """A local Hugging Face folder or a cached hub id; "" = the packaged SmolLM2-135M-Instruct."""
+    lora_rank: int = 0
+    """0 = full fine-tuning (the default, DESIGN.md); > 0 = LoRA adapters of this rank (peft)."""
+    lora_alpha: int = 16
+    """LoRA scaling numerator."""
+    device: str = "auto"
+    """"auto" (cuda when present), "cpu" or "cuda"."""
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    total_steps: int = 100
+    """PPO steps to run."""
+    save_freq: int = 10
+    """Checkpoint every this many steps (and on SIGTERM); 0 = only on SIGTERM and at the end."""
+    keep_checkpoints: int = 2
+    """Newest checkpoints kept; older ones are deleted (0 = keep all)."""
+    seed: int = 0
+    """Seed of everything; each step reseeds from (seed, step) so a resume repeats it exactly."""
+    trajectories_per_step: int = 64
+    """Whole episodes written to trajectories/step-NNNNNN.jsonl per step."""
+    heartbeat_s: float = 2.0
+    """Seconds between touches of the heartbeat file."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default)."""
+
+
+@dataclass(frozen=True)
+class WorkspaceConfig:
+    repo: str = ""
+    """Workspace git repository; when set the trainer follows its live ref."""
+    live_ref: str = "refs/eau/live"
+    """Ref naming the commit the gate last accepted."""
+    dir: str = ""
+    """A plain workspace folder, used when `repo` is empty (copied once, never watched)."""
+    poll_s: float = 0.5
+    """Polling interval of the live-ref fallback watcher."""
+
+
+@dataclass(frozen=True)
+class Config:
+    bench: str = "usergym"
+    """Bench name (usergym, colbench, tau2) or "module:ATTR" of an object with the BENCH API."""
+    gyms: tuple[str, ...] = ()
+    """Gyms to train on; () = all of the bench's gyms."""
+    data: DataConfig = field(default_factory=DataConfig)
+    actor: ActorConfig = field(default_factory=ActorConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
+    algorithm: AlgorithmConfig = field(default_factory=AlgorithmConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Config":
+        return _build(cls, data, "")
+
+    @classmethod
+    def load(cls, path: Path | str) -> "Config":
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{path} does not exist: write the run's config.json first.") from None
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+        return cls.from_dict(data)
+
+    def validate(self) -> "Config":
+        checks = [
+            (self.data.train_batch_size >= 1, "data.train_batch_size must be at least 1"),
+            (self.rollout.n >= 1, "rollout.n must be at least 1"),
+            (self.rollout.max_turns >= 1, "rollout.max_turns must be at least 1"),
+            (self.rollout.response_length >= 1, "rollout.response_length must be at least 1"),
+            (self.actor.ppo_mini_batch_size >= 1, "actor.ppo_mini_batch_size must be at least 1"),
+            (self.actor.ppo_micro_batch_size >= 1, "actor.ppo_micro_batch_size must be >= 1"),
+            (self.critic.ppo_micro_batch_size >= 1, "critic.ppo_micro_batch_size must be >= 1"),
+            (0.0 <= self.algorithm.gamma <= 1.0, "algorithm.gamma must lie in [0, 1]"),
+            (0.0 <= self.algorithm.lam <= 1.0, "algorithm.lam must lie in [0, 1]"),
+            (self.algorithm.adv_estimator in ("turn_gae", "token_gae"),
+             "algorithm.adv_estimator must be turn_gae or token_gae"),
+            (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
+            (self.model.device in ("auto", "cpu", "cuda"), "model.device must be auto, cpu or cuda"),
+            (self.trainer.total_steps >= 0, "trainer.total_steps must not be negative"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message + ".")
+        return self
+
+    @property
+    def episodes_per_step(self) -> int:
+        return self.data.train_batch_size * self.rollout.n
+
+
+def _build(cls, data: Any, prefix: str):
+    """Build a (nested) frozen dataclass from a dict, refusing unknown keys by their dotted name."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"config section {prefix or '(top)'} must be an object, got {data!r}.")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if key not in fields:
+            raise ConfigError(f"unknown config key {name!r}: known keys of this section are "
+                              f"{', '.join(sorted(fields))}.")
+        ftype = fields[key].type
+        sub = _SECTIONS.get(ftype)
+        if sub is not None:
+            kwargs[key] = _build(sub, value, name + ".")
+        elif isinstance(value, list):
+            kwargs[key] = tuple(value)
+        else:
+            kwargs[key] = value
+    return cls(**kwargs)
+
+
+_SECTIONS = {"DataConfig": DataConfig, "OptimConfig": OptimConfig, "ActorConfig": ActorConfig,
+             "CriticConfig": CriticConfig, "AlgorithmConfig": AlgorithmConfig,
+             "RolloutConfig": RolloutConfig, "ModelConfig": ModelConfig,
+             "TrainerConfig": TrainerConfig, "WorkspaceConfig": WorkspaceConfig}
+
+# Appendix C, Table 9 (UserGym | ColBench | tau2-bench); turns from section 5's episode limits.
+PRESETS: dict[str, dict[str, Any]] = {
+    "usergym": {"bench": "usergym", "data": {"train_batch_size": 64},
+                "actor": {"optim": {"lr": 3e-7}, "ppo_mini_batch_size": 16,
+                          "ppo_micro_batch_size": 4, "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
+                "critic": {"ppo_micro_batch_size": 4},
+                "rollout": {"n": 5, "max_turns": 16, "response_length": 1024,
+                            "max_episode_tokens": 8192}},
+    "colbench": {"bench": "colbench", "data": {"train_batch_size": 64},
+                 "actor": {"optim": {"lr": 3e-7}, "ppo_mini_batch_size": 16,
+                           "ppo_micro_batch_size": 4, "kl_loss_coef": 0.001,
+                           "entropy_coeff": 0.001},
+                 "critic": {"ppo_micro_batch_size": 4},
+                 "rollout": {"n": 5, "max_turns": 10, "response_length": 1024,
+                             "max_episode_tokens": 8192}},
+    "tau2": {"bench": "tau2", "data": {"train_batch_size": 32},
+             "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 16,
+                       "ppo_micro_batch_size": 2, "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
+             "critic": {"ppo_micro_batch_size": 2},
+             "rollout": {"n": 5, "max_turns": 50, "response_length": 1024,
+                         "max_episode_tokens": 16384}},
+    # Fits a 2-core CPU: 4 episodes of 4 turns x 48 tokens; a larger lr so 10 steps move the
+    # policy visibly (the paper's 3e-7 is tuned for 64 x 5 episodes on 4 GPUs).
+    "cpu": {"data": {"train_batch_size": 2},
+            "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 2, "ppo_micro_batch_size": 4},
+            "critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size": 4},
+            "rollout": {"n": 2, "max_turns": 4, "response_length": 48, "max_episode_tokens": 2048,
+                        "user_llm": "none"},
+            "trainer": {"total_steps": 10, "save_freq": 5, "threads": 2}},
+}
+
+
+def _merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(
+            out.get(key), dict) else value
+    return out
+
+
+def dotted_to_nested(overrides: dict[str, Any]) -> dict[str, Any]:
+    """{"actor.optim.lr": 1e-6} -> {"actor": {"optim": {"lr": 1e-6}}}."""
+    nested: dict[str, Any] = {}
+    for key, value in overrides.items():
+        node = nested
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return nested
+
+
+def resolve(bench: str, preset: str | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """The config of a run: the bench's appendix C preset, then `preset` ("cpu"), then overrides
+    (dotted keys, e.g. {"trainer.total_steps": 10})."""
+    from training.benches import canonical_bench
+
+    name = canonical_bench(bench) if ":" not in bench else bench
+    data: dict[str, Any] = {"bench": name}
+    if name in PRESETS:
+        data = _merge(data, PRESETS[name])
+    if preset:
+        if preset not in PRESETS:
+            raise ConfigError(f"unknown preset {preset!r}: choose one of {', '.join(PRESETS)}.")
+        data = _merge(data, PRESETS[preset])
+    data = _merge(data, dotted_to_nested(overrides or {}))
+    return Config.from_dict(data).validate()

@@ -1,0 +1,213 @@
+"""The models of a run: policy, critic (own backbone + scalar value head), frozen reference.
+
+Precision (issue 3): fp32 master weights with bf16 autocast, on CPU (about 1.7x faster than fp32;
+pure bf16 weights do not learn at these learning rates) and on GPU; the frozen reference is kept in
+bf16 on GPU. LoRA through peft is an option (`model.lora_rank > 0`): then the reference is the
+policy with its adapters switched off, so no third copy is held.
+
+Alignment used everywhere (training.ppo): for token t of an episode, `logprobs[:, t]` is
+log pi(token t | tokens < t) and `values[:, t]` is V(state before token t), both computed from the
+hidden state at position t - 1; position 0 is never an action. The LM head runs only on action
+positions, so a long prompt costs no (T, vocab) logits.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from training.config import ModelConfig
+from training import ppo
+
+
+class ModelLoadError(ValueError):
+    """The model asked for is not on this machine; the message says how to get it."""
+
+
+def resolve_model_path(path: str) -> str:
+    """A loadable model folder or cached hub id; "" means the packaged SmolLM2-135M-Instruct."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")          # never download during a run
+    if not path:
+        from training.smollm2 import ModelNotFound, model_dir
+        try:
+            return str(model_dir())
+        except ModelNotFound as exc:
+            raise ModelLoadError(str(exc)) from None
+    if Path(path).is_dir():
+        if not (Path(path) / "config.json").exists():
+            raise ModelLoadError(f"{path} holds no config.json: point model.path at a Hugging Face "
+                                 "model folder (save_pretrained output).")
+        return path
+    from transformers import AutoConfig
+    try:
+        AutoConfig.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError):
+        raise ModelLoadError(
+            f"model {path!r} is neither a local folder nor in the Hugging Face cache: run "
+            f"`huggingface-cli download {path}` on a machine with network, or set model.path to a "
+            "local folder (runs are offline, HF_HUB_OFFLINE=1).") from None
+    return path
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ModelLoadError("model.device is cuda but no GPU is visible: set model.device "
+                                 "to cpu or auto.")
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+class ValueModel(nn.Module):
+    """The critic: a copy of the policy's backbone and a scalar head on every position."""
+
+    def __init__(self, backbone: nn.Module, hidden_size: int):
+        super().__init__()
+        self.backbone = backbone
+        self.value_head = nn.Linear(hidden_size, 1)
+        nn.init.normal_(self.value_head.weight, std=1.0 / (hidden_size + 1))
+        nn.init.zeros_(self.value_head.bias)
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(B, T) V(state before token t); column 0 is 0. input_ids, attention_mask: (B, T)."""
+        hidden = self.backbone(input_ids=input_ids, attention_mask=attention_mask,
+                               use_cache=False).last_hidden_state                 # (B, T, H)
+        v = self.value_head(hidden).squeeze(-1).float()                           # (B, T)
+        return torch.cat([torch.zeros_like(v[:, :1]), v[:, :-1]], dim=1)
+
+
+@dataclass
+class Models:
+    policy: nn.Module
+    critic: ValueModel
+    reference: nn.Module | None        # None with LoRA: the policy with adapters disabled
+    tokenizer: Any
+    device: torch.device
+    path: str
+
+    def autocast(self):
+        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+
+    @contextlib.contextmanager
+    def reference_model(self):
+        """The frozen reference for the KL term, as a context (LoRA switches adapters off)."""
+        if self.reference is not None:
+            yield self.reference
+        else:
+            with self.policy.disable_adapter():
+                yield self.policy
+
+
+def load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    tok.padding_side = "left"                      # generation appends on the right
+    tok.clean_up_tokenization_spaces = False       # BPE: cleanup would alter the decoded text
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return tok
+
+
+def load_models(cfg: ModelConfig, *, seed: int) -> Models:
+    """Policy, critic and reference from `cfg.path` (see resolve_model_path), fp32 on `cfg.device`."""
+    from transformers import AutoModelForCausalLM
+
+    path = resolve_model_path(cfg.path)
+    device = pick_device(cfg.device)
+    tok = load_tokenizer(path)
+    torch.manual_seed(seed)
+    policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    policy.config.use_cache = True
+    backbone = copy.deepcopy(policy.get_decoder())
+    critic = ValueModel(backbone, policy.config.hidden_size)
+    reference = None
+    if cfg.lora_rank > 0:
+        from peft import LoraConfig, get_peft_model
+        policy = get_peft_model(policy, LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha,
+                                                   target_modules="all-linear",
+                                                   task_type="CAUSAL_LM"))
+    else:
+        reference = copy.deepcopy(policy)
+        if device.type == "cuda":
+            reference = reference.to(torch.bfloat16)
+        reference.eval().requires_grad_(False)
+        reference.to(device)
+    policy.to(device)
+    critic.to(device)
+    return Models(policy=policy, critic=critic, reference=reference, tokenizer=tok,
+                  device=device, path=path)
+
+
+def action_logprobs(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                    response_mask: torch.Tensor, *, temperature: float = 1.0,
+                    with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(logprobs (B, T), entropy (B, T) or None), both 0 off the action tokens.
+
+    The decoder runs on the whole sequence; the LM head only on the N action positions:
+    hidden (B, T, H) -> picked (N, H) -> logits (N, V).
+    """
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                 use_cache=False).last_hidden_state                 # (B, T, H)
+    b_idx, t_idx = response_mask.nonzero(as_tuple=True)                             # (N,), (N,)
+    picked = hidden[b_idx, t_idx - 1]                                               # (N, H)
+    logits = model.get_output_embeddings()(picked).float() / temperature            # (N, V)
+    labels = input_ids[b_idx, t_idx]                                                # (N,)
+    logp_n = ppo.logprobs_from_logits(logits.unsqueeze(0), labels.unsqueeze(0))[0]  # (N,)
+    logp = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
+    logp = logp.index_put((b_idx, t_idx), logp_n)
+    entropy = None
+    if with_entropy:
+        ent_n = ppo.entropy_from_logits(logits.unsqueeze(0))[0]                     # (N,)
+        entropy = torch.zeros_like(logp).index_put((b_idx, t_idx), ent_n)
+    return logp, entropy
+
+
+@torch.no_grad()
+def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
+             temperature: float, top_p: float, model: nn.Module | None = None) -> list[list[int]]:
+    """One batched, KV-cached sampling call for all contexts (left padded).
+
+    Returns each context's new tokens, cut after the first end-of-turn token (kept).
+    """
+    model = model or models.policy
+    tok = models.tokenizer
+    pad = tok.pad_token_id
+    width = max(len(c) for c in contexts)
+    ids = torch.full((len(contexts), width), pad, dtype=torch.long)                 # (B, L)
+    attn = torch.zeros((len(contexts), width), dtype=torch.long)                    # (B, L)
+    for i, c in enumerate(contexts):
+        ids[i, width - len(c):] = torch.tensor(c, dtype=torch.long)
+        attn[i, width - len(c):] = 1
+    ids, attn = ids.to(models.device), attn.to(models.device)
+    stop = end_of_turn_ids(tok)
+    was_training = model.training
+    model.eval()
+    with models.autocast():
+        out = model.generate(input_ids=ids, attention_mask=attn, do_sample=temperature > 0,
+                             temperature=temperature if temperature > 0 else None,
+                             top_p=top_p, top_k=0, max_new_tokens=max_new_tokens,
+                             pad_token_id=pad, eos_token_id=stop)                   # (B, L + n)
+    model.train(was_training)
+    new = out[:, width:].tolist()
+    result = []
+    for row in new:
+        cut = next((i + 1 for i, t in enumerate(row) if t in stop), len(row))
+        result.append(row[:cut])
+    return result
+
+
+def end_of_turn_ids(tok) -> list[int]:
+    """Token ids that end an assistant turn: eos, and <|im_end|> / <|eot_id|> where they exist."""
+    ids = {tok.eos_token_id}
+    for name in ("<|im_end|>", "<|eot_id|>", "<|end|>"):
+        tid = tok.convert_tokens_to_ids(name)
+        if isinstance(tid, int) and tid != tok.unk_token_id and tid is not None and tid >= 0:
+            ids.add(tid)
+    return sorted(i for i in ids if i is not None)

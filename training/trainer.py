@@ -1,0 +1,387 @@
+"""`python -m training.trainer --run DIR [--resume]`: the PPO trainer subprocess.
+
+Reads DIR/config.json (training.config.Config) and writes only inside DIR (DESIGN.md, "The
+trainer subprocess"): metrics.jsonl, events.jsonl, trajectories/step-NNNNNN.jsonl,
+checkpoints/step-NNNNNN/, heartbeat, and snapshots/ (exported workspace trees).
+
+One step (paper section 4.4): at the step boundary swap in a newly promoted workspace snapshot
+(training.live); sample tasks, roll out `train_batch_size * rollout.n` episodes together
+(training.rollout); score turns with the env's reward and the snapshot's reward modules
+(training.rewards); compute old/reference log-probs and values; turn-level GAE; PPO epochs over
+mini-batches with gradient accumulation (this module's `update`); log; checkpoint every
+`trainer.save_freq` steps. SIGTERM checkpoints the last finished step and exits 0; `--resume`
+continues from the newest whole checkpoint exactly (every step reseeds from (seed, step)).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import random
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from training import checkpoint, live, metrics, rewards
+from training.config import Config, ConfigError
+from training.policy import Models, ModelLoadError, load_models
+from training.rollout import Episode, rollout, start_episode
+from training.update import Batch, collate, ppo_update, score_batch
+
+
+def load_bench(name: str):
+    """The BENCH object: a bench name (training.benches), or "module:ATTR" / "file.py:ATTR" of a
+    custom bench with the same API (the tests' toy bench)."""
+    if ":" in name:
+        module, attr = name.rsplit(":", 1)
+        if module.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(module).stem, module)
+            if spec is None or spec.loader is None:
+                raise ConfigError(f"bench file {module} cannot be imported.")
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod
+            spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(module)
+        return getattr(mod, attr)
+    from training.benches import get_bench
+    return get_bench(name)
+
+
+def step_seed(seed: int, step: int) -> int:
+    return (seed * 1_000_003 + step * 7919) % (2**31 - 1)
+
+
+def reseed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+class Heartbeat:
+    """Touches DIR/heartbeat every `every_s` seconds from a thread, even during long generates."""
+
+    def __init__(self, files: metrics.RunFiles, every_s: float):
+        self.files, self.every_s = files, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.files.touch_heartbeat()
+            self._stop.wait(self.every_s)
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+
+class Trainer:
+    def __init__(self, run_dir: Path | str, *, resume: bool = False):
+        self.files = metrics.RunFiles(run_dir)
+        self.cfg = Config.load(self.files.config).validate()
+        if self.cfg.trainer.threads > 0:
+            torch.set_num_threads(self.cfg.trainer.threads)
+        self.bench = load_bench(self.cfg.bench)
+        self.gyms = tuple(self.cfg.gyms) or tuple(self.bench.gyms)
+        self.tasks = self.bench.load_tasks(self.cfg.data.split, gyms=list(self.gyms))
+        if not self.tasks:
+            raise ConfigError(f"bench {self.cfg.bench} has no {self.cfg.data.split} tasks for "
+                              f"gyms {', '.join(self.gyms)}: check the `gyms` of config.json.")
+        self.stop_requested = False
+        self.step = 0
+        self.failed_commits: set[str] = set()
+        reseed(self.cfg.trainer.seed)
+        self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed)
+        self.llm = None
+        self.actor_opt = self._optimizer(self.models.policy, self.cfg.actor.optim)
+        self.critic_opt = self._optimizer(self.models.critic, self.cfg.critic.optim)
+        self.watcher: live.LiveWatcher | None = None
+        ws = self.cfg.workspace
+        if ws.repo:
+            self.watcher = live.LiveWatcher(Path(ws.repo), ws.live_ref, ws.poll_s)
+        resumed = self._resume() if resume else None
+        if resumed is None:
+            self.live = self._initial_snapshot()
+        self.files.event("started", step=self.step, commit=self.live.commit, resumed=resume,
+                         pid=os.getpid())
+
+    # ---- set-up ---------------------------------------------------------------------------
+    @staticmethod
+    def _optimizer(model: torch.nn.Module, optim) -> torch.optim.Optimizer:
+        params = [p for p in model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=optim.lr, betas=tuple(optim.betas),
+                                 weight_decay=optim.weight_decay)
+
+    def check_snapshot(self, snap) -> None:
+        """A snapshot is usable when every gym's environment builds and resets from it."""
+        for gym in self.gyms:
+            task = next((t for t in self.tasks if t.gym == gym), None)
+            if task is not None:
+                self.bench.make_env(task, snap, seed=0, llm=None).reset(seed=0)
+
+    def _initial_snapshot(self, commit: str | None = None) -> live.LiveSnapshot:
+        ws = self.cfg.workspace
+        if ws.repo:
+            commit = commit or live.read_ref(live.git_dir(Path(ws.repo)), ws.live_ref)
+            if commit is None:
+                raise ConfigError(f"{ws.repo} has no {ws.live_ref}: promote a commit through the "
+                                  "gate (or `git update-ref`) before starting the trainer.")
+            return live.load_commit(Path(ws.repo), commit, self.files.snapshots,
+                                    self.check_snapshot)
+        if ws.dir:
+            return live.load_folder(Path(ws.dir), self.files.snapshots, self.check_snapshot)
+        raise ConfigError("config.json names no workspace: set workspace.repo (a git workspace) "
+                          "or workspace.dir (a plain folder).")
+
+    # ---- hot reload (paper 4.5) -----------------------------------------------------------
+    def maybe_reload(self) -> None:
+        """At a step boundary: swap in the live ref's commit if it is new and loads."""
+        if self.watcher is None:
+            return
+        self.watcher.check()
+        commit, seen_at = self.watcher.latest()
+        if not commit or commit == self.live.commit or commit in self.failed_commits:
+            return
+        t0 = time.monotonic()
+        try:
+            new = live.load_commit(Path(self.cfg.workspace.repo), commit, self.files.snapshots,
+                                   self.check_snapshot)
+        except live.SnapshotError as exc:
+            self.failed_commits.add(commit)
+            self.files.event("reload_failed", commit=commit, step=self.step + 1, error=str(exc))
+            return
+        old, self.live = self.live, new
+        old.close()
+        self.files.event("applied", commit=commit, step=self.step + 1,
+                         load_s=round(time.monotonic() - t0, 4),
+                         waited_s=round(t0 - seen_at, 4))
+
+    def coefficients(self) -> dict[str, float]:
+        """Optimiser knobs of the live snapshot, applied in place (issue 3, item 5)."""
+        agent = self.live.knobs.get("agent", {})
+        lr = self.cfg.actor.optim.lr * float(agent.get("lr_multiplier", 1.0))
+        for group in self.actor_opt.param_groups:
+            group["lr"] = lr
+        return {"entropy_coeff": float(agent.get("entropy_coeff", self.cfg.actor.entropy_coeff)),
+                "kl_loss_coef": float(agent.get("kl_loss_coef", self.cfg.actor.kl_loss_coef)),
+                "lr": lr}
+
+    # ---- one step -------------------------------------------------------------------------
+    def make_episodes(self, step: int) -> list[Episode]:
+        seed = step_seed(self.cfg.trainer.seed, step)
+        rng = random.Random(seed)
+        bs = self.cfg.data.train_batch_size
+        chosen = rng.sample(self.tasks, bs) if bs <= len(self.tasks) else rng.choices(self.tasks, k=bs)
+        episodes = []
+        for i, task in enumerate(chosen):
+            for j in range(self.cfg.rollout.n):
+                ep_seed = seed + 1000 * i + j
+                env = self.bench.make_env(task, self.live.snapshot, seed=ep_seed, llm=self.llm)
+                episodes.append(start_episode(self.models, env, self.bench.system_prompt(task),
+                                              seed=ep_seed))
+        return episodes
+
+    def run_step(self, step: int) -> dict[str, Any] | None:
+        """One PPO step; None when a stop was requested mid-rollout (nothing is changed then)."""
+        t_start = time.perf_counter()
+        reseed(step_seed(self.cfg.trainer.seed, step))
+        coefs = self.coefficients()
+        episodes = self.make_episodes(step)
+        r = self.cfg.rollout
+        stats = rollout(self.models, episodes, max_turns=r.max_turns,
+                        response_length=r.response_length, temperature=r.temperature,
+                        top_p=r.top_p, max_episode_tokens=r.max_episode_tokens,
+                        should_stop=lambda: self.stop_requested)
+        if self.stop_requested:
+            return None
+        score_stats = rewards.ScoreStats()
+        records = [ep.record() for ep in episodes]
+        turn_rewards = [rewards.score_episode(rec, self.live.modules, self.live.knobs, score_stats)
+                        for rec in records]
+        for rec in records:
+            rec["return"] = sum(t["reward"] for t in rec["turns"])
+        batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id)
+        t_update = time.perf_counter()
+        score_batch(self.models, batch, self.cfg)
+        upd = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg, coefs,
+                         seed=step_seed(self.cfg.trainer.seed, step))
+        update_s = time.perf_counter() - t_update
+        out = episode_metrics(records)
+        out.update(upd)
+        out.update({"step": step, "time": time.time(), "workspace/commit": self.live.commit,
+                    "reward/module_errors": score_stats.errors,
+                    "reward/module_calls": score_stats.calls,
+                    "actor/entropy_coeff": coefs["entropy_coeff"],
+                    "actor/kl_loss_coef": coefs["kl_loss_coef"], "actor/lr": coefs["lr"],
+                    "perf/step_s": time.perf_counter() - t_start,
+                    "perf/rollout_s": stats.generate_s + stats.env_s,
+                    "perf/update_s": update_s,
+                    "perf/rollout_tokens_per_s": stats.generated_tokens / max(stats.generate_s, 1e-9),
+                    "perf/update_tokens_per_s": batch.num_tokens * self.cfg.actor.ppo_epochs
+                    / max(update_s, 1e-9),
+                    "perf/generated_tokens": stats.generated_tokens,
+                    "perf/peak_mem_mb": peak_memory_mb()})
+        for name, value in score_stats.per_module.items():
+            out[f"reward/module/{name}"] = value / max(len(records), 1)
+        self.write_trajectories(step, records)
+        return out
+
+    def write_trajectories(self, step: int, records: list[dict[str, Any]]) -> None:
+        path = self.files.trajectory_path(step)
+        path.unlink(missing_ok=True)
+        keep = records[: self.cfg.trainer.trajectories_per_step]
+        metrics.append_lines(path, [{"step": step, **rec} for rec in keep])
+
+    # ---- checkpoints ----------------------------------------------------------------------
+    def save(self, reason: str) -> None:
+        folder = checkpoint.save(
+            self.files.checkpoints, self.step,
+            {"policy": self.models.policy.state_dict(), "critic": self.models.critic.state_dict(),
+             "actor_optim": self.actor_opt.state_dict(),
+             "critic_optim": self.critic_opt.state_dict()},
+            {"commit": self.live.commit, "failed_commits": sorted(self.failed_commits),
+             "time": time.time()},
+            keep=self.cfg.trainer.keep_checkpoints)
+        self.files.event("checkpoint", step=self.step, path=str(folder.relative_to(self.files.dir)),
+                         reason=reason)
+
+    def _resume(self) -> int | None:
+        folder = checkpoint.latest(self.files.checkpoints)
+        if folder is None:
+            return None
+        tensors, meta, rng = checkpoint.load(
+            folder, ["policy", "critic", "actor_optim", "critic_optim"])
+        self.models.policy.load_state_dict(tensors["policy"])
+        self.models.critic.load_state_dict(tensors["critic"])
+        self.actor_opt.load_state_dict(tensors["actor_optim"])
+        self.critic_opt.load_state_dict(tensors["critic_optim"])
+        checkpoint.set_rng_state(rng)
+        self.step = int(meta["step"])
+        self.failed_commits = set(meta.get("failed_commits", []))
+        try:
+            self.live = self._initial_snapshot(meta.get("commit") or None)
+        except live.SnapshotError:
+            self.live = self._initial_snapshot()
+        metrics.truncate_after_step(self.files.metrics, self.step)
+        for path in self.files.trajectories.glob("step-*.jsonl"):
+            if int(path.stem.split("-")[1]) > self.step:
+                path.unlink()
+        return self.step
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run(self, stop_at: int | None = None) -> int:
+        """Train until trainer.total_steps (or `stop_at`), SIGTERM, or an error; exit code."""
+        heartbeat = Heartbeat(self.files, self.cfg.trainer.heartbeat_s).start()
+        if self.watcher is not None:
+            self.watcher.start()
+        last_saved = self.step
+        try:
+            end = self.cfg.trainer.total_steps if stop_at is None else min(
+                stop_at, self.cfg.trainer.total_steps)
+            while self.step < end and not self.stop_requested:
+                self.maybe_reload()
+                record = self.run_step(self.step + 1)
+                if record is None:
+                    break
+                self.step += 1
+                self.files.metric(record)
+                freq = self.cfg.trainer.save_freq
+                if freq > 0 and self.step % freq == 0:
+                    self.save("save_freq")
+                    last_saved = self.step
+            if last_saved != self.step or checkpoint.latest(self.files.checkpoints) is None:
+                self.save("sigterm" if self.stop_requested else "end")
+            self.files.event("finished", step=self.step,
+                             reason="sigterm" if self.stop_requested else "total_steps"
+                             if self.step >= self.cfg.trainer.total_steps else "stop_at")
+            return 0
+        finally:
+            heartbeat.stop()
+            if self.watcher is not None:
+                self.watcher.stop()
+            self.live.close()
+
+
+def peak_memory_mb() -> float:
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**20
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
+    """DESIGN.md's episode-side metric names, per gym and per user arm."""
+    out: dict[str, float] = {}
+    turns = [t for r in records for t in r["turns"]]
+    returns = [r["return"] for r in records]
+    out["reward/mean"] = float(np.mean(returns)) if returns else 0.0
+    out["success/mean"] = float(np.mean([r["success"] for r in records])) if records else 0.0
+    out["episode/turns"] = float(np.mean([len(r["turns"]) for r in records])) if records else 0.0
+    out["episode/truncated_frac"] = float(np.mean([r["truncated"] for r in records])) if records else 0.0
+    out["episode/question_rate"] = float(np.mean([t["asked_question"] for t in turns])) if turns else 0.0
+    revealed = sum(len(t["revealed_facts"]) for t in turns)
+    leaked = sum(len(t["leaked_facts"]) for t in turns)
+    out["user/leak_rate"] = leaked / revealed if revealed else 0.0
+    arms = [r["user_arm"] for r in records if r["user_arm"]]
+    out["user/symbolic_frac"] = (sum(a == "symbolic" for a in arms) / len(arms)) if arms else 1.0
+    for gym in sorted({r["gym"] for r in records}):
+        mine = [r for r in records if r["gym"] == gym]
+        out[f"reward/{gym}"] = float(np.mean([r["return"] for r in mine]))
+        out[f"success/{gym}"] = float(np.mean([r["success"] for r in mine]))
+        for arm in sorted({r["user_arm"] for r in mine if r["user_arm"]}):
+            arm_eps = [r for r in mine if r["user_arm"] == arm]
+            out[f"reward/{gym}/{arm}"] = float(np.mean([r["return"] for r in arm_eps]))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.trainer",
+                                     description="EAU's PPO trainer: run one training run folder.")
+    parser.add_argument("--run", required=True, help="run folder holding config.json")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the newest whole checkpoint of the run")
+    parser.add_argument("--stop-at", type=int, default=None,
+                        help="stop (with a checkpoint) after this step, before total_steps")
+    args = parser.parse_args(argv)
+    files = metrics.RunFiles(args.run)
+    if not files.config.exists():
+        print(f"trainer: {files.config} does not exist: write the run's config.json first.",
+              file=sys.stderr)
+        return 2
+    trainer = None
+
+    def on_term(signum, frame):
+        if trainer is not None:
+            trainer.stop_requested = True
+        else:
+            raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        trainer = Trainer(args.run, resume=args.resume)
+        return trainer.run(stop_at=args.stop_at)
+    except (ConfigError, ModelLoadError, live.SnapshotError) as exc:
+        files.event("crashed", error=str(exc), step=trainer.step if trainer else 0)
+        print(f"trainer: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        files.event("crashed", error=f"{type(exc).__name__}: {exc}",
+                    traceback=traceback.format_exc(), step=trainer.step if trainer else 0)
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
