@@ -292,9 +292,10 @@ def validate_password(rng: random.Random) -> Spec:
     desc = rng.choice(["Write `validate_password(pw)` that checks a new password.",
                        "Implement `validate_password(pw)` for the sign-up form."])
     s = Spec("validate_password", "validate_password", desc, src, tests)
-    s.add("rule", f"At least {min_len} characters; other rules: "
-          + ", ".join(n for n, _ in rules[1:]) + ".", "rules", "length", "digit", "upper",
-          "symbol", "requirements", "characters")
+    s.add("rule", f"It must be at least {min_len} characters long.", "length", "long", "short",
+          "minimum", "characters")
+    s.add("rule", "The other rules: " + ", ".join(n for n, _ in rules[1:]) + ".", "rules", "digit",
+          "upper", "symbol", "space", "requirements")
     if any(n == "no_symbol" for n, _ in rules):
         s.add("rule", "The symbols that count are !@#$%&*.", "symbol", "symbols", "special")
     s.add("return", "It returns the list of failed rule names in the order "
