@@ -1,0 +1,299 @@
+"""What every meta-agent session gets and gives back, and the steps all adapters share.
+
+DESIGN.md, "Interfaces": `run_session(ctx) -> SessionResult`; ctx names the experiment folder, the
+workspace, the skill, the prompt, a time limit and a budget; the result says how it ended, which
+commits it made, its cost where known and where its transcript is. `run_session` here dispatches
+to the adapter, and whatever happens (a CLI not installed, no credentials, a hang, a crash) ends
+with a result whose reason goes to the ledger as a "session" line; it never raises, so training
+goes on and the next session is tried as scheduled (issue 7).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator import diagnostics, effects, experience
+from orchestrator.agents import gitops
+
+# how a session ended
+OK, NO_CHANGE, FAILED, TIMEOUT, UNAVAILABLE, REFUSED = (
+    "ok", "no_change", "failed", "timeout", "unavailable", "refused")
+
+
+@dataclass
+class SessionContext:
+    """Everything one session needs; the adapters read nothing else."""
+
+    agent: str                      # claude-code | codex | builtin | command
+    session_id: str                 # "s001": names the session folder and the commit identity
+    exp_dir: Path                   # runs/NAME
+    workspace: Path                 # the experiment's git workspace: the only place it may edit
+    run_dir: Path                   # runs/NAME/run-NNN: the current run's logs (read-only)
+    bench: str                      # usergym | colbench | tau2
+    skill_path: Path                # skills/eau/SKILL.md (or the generic instruction)
+    prompt: str = ""                # the task text; built by build_prompt when empty
+    time_limit_s: float = 600.0     # wall clock; the process group is killed after it
+    budget_usd: float | None = None # spend limit, for the CLIs that take one
+    max_turns: int = 30
+    window: int = 10                # the W of measured effects and the harder-direction check
+    experience_dir: Path | None = None
+    command: list[str] | None = None   # the executable of the `command` adapter
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def session_dir(self) -> Path:
+        path = self.exp_dir / "agents" / self.session_id
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@dataclass
+class SessionResult:
+    agent: str
+    session_id: str
+    status: str                     # ok | no_change | failed | timeout | unavailable | refused
+    reason: str = ""
+    commits: list[str] = field(default_factory=list)
+    cost_usd: float | None = None
+    turns: int | None = None
+    denials: list[str] = field(default_factory=list)
+    transcript: str | None = None
+    duration_s: float = 0.0
+    control: dict[str, Any] | None = None   # a restart/resume request left in control.json
+
+    def ledger_line(self) -> dict[str, Any]:
+        return {"type": "session", **asdict(self), "time": time.time()}
+
+
+# ----------------------------------------------------------------------------- the prompt
+
+def build_prompt(ctx: SessionContext) -> str:
+    """The task text: where things are, the current findings, recent effects, the experience index."""
+    eff = effects.ledger_read(ctx.exp_dir, "effect")[-8:]
+    findings = diagnostics.diagnose(ctx.run_dir, ctx.window, eff)
+    metrics = diagnostics.read_metrics(ctx.run_dir)
+    step = metrics[-1]["step"] if metrics else 0
+    lines = [
+        f"You are the EAU meta-agent, session {ctx.session_id}, for the {ctx.bench} training run "
+        f"{ctx.run_dir.name} (now at step {step}).",
+        f"Workspace (a git repository; the ONLY place you may edit and commit): {ctx.workspace}",
+        f"Run logs (read-only): {ctx.run_dir} (metrics.jsonl, events.jsonl, trajectories/)",
+        f"Experience pool (read; add findings as markdown files): {ctx.experience_dir or experience.pool_dir()}",
+        f"Intervention ledger (read-only): {ctx.exp_dir / 'ledger.jsonl'}",
+        "Follow the skill's instructions. Make at most one focused intervention, commit it with "
+        "`Why:` and `Expect:` lines, or make none when nothing needs fixing.",
+        "",
+        "Diagnostics now:" if findings else "Diagnostics now: no failure mode detected.",
+        *[f"- [{f.kind}{'/' + f.gym if f.gym else ''}] {f.message}" for f in findings],
+        "",
+        "Measured effects of recent interventions:" if eff else "No measured effects yet.",
+        *[f"- {e['commit'][:10]} {e['metric']} {e['before']} -> {e['after']} (floor "
+          f"{e['noise_floor']}): {e['label']}" for e in eff],
+        "",
+        "Experience pool index:",
+        experience.index(ctx.experience_dir, ctx.bench),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- running a CLI
+
+@dataclass
+class ProcResult:
+    returncode: int | None          # None: killed at the time limit
+    stdout: str
+    stderr: str
+    duration_s: float
+
+
+def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
+                stdout_path: Path, stderr_path: Path) -> ProcResult:
+    """Run a CLI in its own process group with stdin from /dev/null (both CLIs wait on an open
+    stdin, issue 7); at the time limit the whole group gets SIGTERM, then SIGKILL."""
+    t0 = time.monotonic()
+    with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, start_new_session=True)
+        try:
+            rc: int | None = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            rc = None
+    return ProcResult(rc, stdout_path.read_text(errors="replace"),
+                      stderr_path.read_text(errors="replace"), time.monotonic() - t0)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def clean_env(ctx: SessionContext, keep: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment a CLI runs with: PATH, HOME, locale, the named credentials, and EAU_* facts."""
+    base = {k: v for k, v in os.environ.items()
+            if k in ("PATH", "HOME", "LANG", "LC_ALL", "TERM", "TMPDIR", "USER") or k in keep}
+    base.update({
+        "EAU_AGENT": ctx.agent, "EAU_SESSION": ctx.session_id, "EAU_EXP_DIR": str(ctx.exp_dir),
+        "EAU_WORKSPACE": str(ctx.workspace), "EAU_RUN_DIR": str(ctx.run_dir), "EAU_BENCH": ctx.bench,
+        "EAU_SKILL": str(ctx.skill_path), "EAU_TIME_LIMIT_S": str(ctx.time_limit_s),
+        "EAU_EXPERIENCE_DIR": str(ctx.experience_dir or experience.pool_dir()),
+        "EAU_PROMPT_FILE": str(ctx.session_dir / "prompt.md"),
+        **gitops.identity_env(ctx.agent, ctx.session_id), **ctx.extra_env,
+    })
+    return base
+
+
+# ----------------------------------------------------------------------------- guards
+
+def protected_fingerprint(ctx: SessionContext) -> dict[str, tuple[float, int]]:
+    """mtime and size of the files a session must never change: the experiment's record, every
+    run's config, and the eval folder (a CLI without a sandbox could still write there)."""
+    paths = [ctx.exp_dir / "experiment.json", *ctx.exp_dir.glob("run-*/config.json")]
+    eval_dir = ctx.exp_dir / "eval"
+    if eval_dir.is_dir():
+        paths += [p for p in eval_dir.rglob("*") if p.is_file()]
+    out = {}
+    for p in paths:
+        if p.exists():
+            st = p.stat()
+            out[str(p)] = (st.st_mtime, st.st_size)
+    return out
+
+
+def changed_protected(before: dict[str, tuple[float, int]], ctx: SessionContext) -> list[str]:
+    after = protected_fingerprint(ctx)
+    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+
+
+def read_control(ws: Path) -> dict[str, Any] | None:
+    path = ws / "control.json"
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and data.get("action") in ("restart", "resume") else None
+
+
+# ----------------------------------------------------------------------------- the entry point
+
+def run_session(ctx: SessionContext) -> SessionResult:
+    """Run one session with the adapter `ctx.agent`, then record it in the ledger."""
+    from orchestrator.agents import get_adapter
+
+    t0 = time.monotonic()
+    if not ctx.prompt:
+        ctx.prompt = build_prompt(ctx)
+    (ctx.session_dir / "prompt.md").write_text(ctx.prompt)
+    start_head = gitops.head(ctx.workspace)
+    guard = protected_fingerprint(ctx)
+    try:
+        result = get_adapter(ctx.agent).run(ctx)
+    except Exception as exc:      # an adapter bug must not stop training (issue 7)
+        result = SessionResult(ctx.agent, ctx.session_id, FAILED, f"adapter error: {exc!r}")
+    touched = changed_protected(guard, ctx)
+    if touched:
+        result.status = REFUSED
+        result.reason = f"session wrote outside the workspace: {', '.join(touched)}"
+    try:
+        made = ensure_trailers(ctx, start_head)
+    except gitops.GitError:
+        made = []
+    result.commits = made
+    if result.status == OK and not made:
+        # an agent whose only attempted writes were denied (outside the workspace) was refused
+        result.status = REFUSED if result.denials else NO_CHANGE
+    result.control = read_control(ctx.workspace) if made else None
+    result.duration_s = round(time.monotonic() - t0, 2)
+    (ctx.session_dir / "result.json").write_text(json.dumps(asdict(result), indent=1))
+    effects.ledger_append(ctx.exp_dir, result.ledger_line())
+    return result
+
+
+# ----------------------------------------------------------------------------- after a CLI exits
+
+def commit_leftovers(ctx: SessionContext, before_dirty: set[str], message: str) -> tuple[str | None, str]:
+    """Commit the edits a CLI left uncommitted (Codex's sandbox keeps .git read-only, DESIGN.md),
+    with the message it left. A refusal by the pre-commit hook (the gate) restores those files."""
+    new = [p for p in gitops.dirty_paths(ctx.workspace) if p not in before_dirty]
+    if not new:
+        return None, ""
+    if "Why:" not in message:
+        message = (message.strip() or f"{ctx.agent} session {ctx.session_id} edits") + \
+            "\n\nWhy: (the agent left no rationale)\nExpect: (none given)\n"
+    try:
+        gitops.git(ctx.workspace, "add", "--", *new)
+        gitops.git(ctx.workspace, "commit", "-q", "-m",
+                   gitops.with_trailers(message, ctx.agent, ctx.session_id),
+                   env=gitops.identity_env(ctx.agent, ctx.session_id))
+        return gitops.head(ctx.workspace), ""
+    except gitops.GitError as exc:
+        discard_leftovers(ctx, before_dirty)
+        return None, f"commit refused: {exc}"
+
+
+def discard_leftovers(ctx: SessionContext, before_dirty: set[str]) -> list[str]:
+    """Put back what a failed, refused or killed session left half-done (only its own edits)."""
+    new = [p for p in gitops.dirty_paths(ctx.workspace) if p not in before_dirty]
+    if new:
+        gitops.git(ctx.workspace, "reset", "-q", "--", *new, check=False)
+    for p in new:
+        if gitops.show_file(ctx.workspace, "HEAD", p) is not None:
+            gitops.git(ctx.workspace, "checkout", "-q", "HEAD", "--", p, check=False)
+        else:
+            (ctx.workspace / p).unlink(missing_ok=True)
+    return new
+
+
+def ensure_trailers(ctx: SessionContext, start: str) -> list[str]:
+    """Give every commit of the session the `Eau-Agent:`/`Eau-Session:` trailers, rewriting (with
+    their trees, authors and dates kept) the session's own new commits that lack them. Commits the
+    session did not make are left alone; returns the session's commits."""
+    commits = gitops.commits_between(ctx.workspace, start)
+    if not commits or all("Eau-Session:" in gitops.message(ctx.workspace, c) for c in commits):
+        return commits
+    parent, out = start, []
+    for c in commits:
+        fmt = gitops.git(ctx.workspace, "log", "-1", "--format=%T%n%an%n%ae%n%ad", c).splitlines()
+        tree, name, email, date = fmt[:4]
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date,
+               **{k: v for k, v in gitops.identity_env(ctx.agent, ctx.session_id).items()
+                  if k.startswith("GIT_COMMITTER")}}
+        msg = gitops.with_trailers(gitops.message(ctx.workspace, c), ctx.agent, ctx.session_id)
+        parent = gitops.git(ctx.workspace, "commit-tree", tree, "-p", parent, "-m", msg, env=env).strip()
+        out.append(parent)
+    gitops.git(ctx.workspace, "update-ref", "HEAD", parent, commits[-1])
+    return out
+
+
+class hidden_eval:
+    """Keep runs/NAME/eval/ unreadable while a CLI without read rules (codex, command) runs
+    (DESIGN.md: evaluation is walled off). Not a barrier for root: the session folder notes it."""
+
+    def __init__(self, ctx: SessionContext):
+        self.path, self.mode = ctx.exp_dir / "eval", None
+
+    def __enter__(self) -> "hidden_eval":
+        if self.path.is_dir():
+            self.mode = self.path.stat().st_mode & 0o777
+            self.path.chmod(0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.mode is not None:
+            self.path.chmod(self.mode)

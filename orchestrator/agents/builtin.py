@@ -1,0 +1,341 @@
+"""The built-in meta-agent: offline, no network, runs the skill's diagnostics and acts on them.
+
+It makes at most one intervention per session (so each measured effect has one cause), choosing
+among the interventions the paper records (appendix A.2, Table 7; section 4.6), most urgent first:
+
+  nan / irreversible collapse -> ask for a resume from the last good checkpoint, else a restart
+  harm (a measured effect)    -> revert that commit's knob changes
+  deadlock                    -> lower min_questions, else raise max_steps (within its delta)
+  leak / replies growing      -> withhold the leaking fact kind, lower facts_per_reply, stop volunteering
+  entropy / template collapse -> raise entropy_coeff within its 0.004 delta
+  success near zero           -> switch on an intermediate reward module (writing one if none fits)
+  success past 0.80           -> make the gym harder along a knob's x-harder direction
+
+Knob limits come from the workspace schema (`orchestrator.diagnostics.knob_spec`); a change the
+experience pool records as harmful is not repeated; a knob changed by a commit whose effect is not
+measured yet is left alone. Every measured effect becomes a finding in the pool first.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator import diagnostics, effects, experience
+from orchestrator.agents import base, gitops
+from orchestrator.diagnostics import Finding
+
+PROGRESS_MODULE = "eau_progress"
+PROGRESS_SOURCE = '''"""Intermediate reward written by the built-in meta-agent: credit for asking a question that
+gets hidden facts revealed, so that progress shows before the first success (paper section 4.3)."""
+
+APPLIES_TO = {gyms!r}
+
+
+def turn_reward(turn):
+    revealed = turn.get("revealed_facts") or []
+    return (0.1 if turn.get("asked_question") else 0.0) + 0.1 * min(len(revealed), 2)
+'''
+
+
+@dataclass
+class Intervention:
+    """One change: knob writes and/or files, with the rationale its commit carries."""
+
+    subject: str
+    why: str
+    expect: str
+    knobs: dict[str, Any] = field(default_factory=dict)      # knob path -> new value
+    files: dict[str, str] = field(default_factory=dict)      # workspace path -> content
+    reverts: str | None = None
+
+    def message(self) -> str:
+        msg = f"{self.subject}\n\nWhy: {self.why}\nExpect: {self.expect}\n"
+        if self.reverts:
+            msg += f"Reverts: {self.reverts}\n"
+        return msg
+
+
+class Planner:
+    """Turns findings into one intervention, within the knobs' limits."""
+
+    def __init__(self, knobs: dict[str, Any], schema: dict[str, Any] | None, ws: Path,
+                 bench_gyms: list[str], avoid: set[tuple[str, str]], busy: set[str]):
+        self.knobs, self.schema, self.ws = knobs, schema, ws
+        self.gyms, self.avoid, self.busy = bench_gyms, avoid, busy
+
+    # ---- helpers
+    def value(self, path: str) -> Any:
+        try:
+            return diagnostics.get_path(self.knobs, path)
+        except KeyError:
+            return None
+
+    def step(self, path: str, direction: int, default_delta: float | None = None) -> Any | None:
+        """The knob moved one allowed step up (+1) or down (-1), or None when it cannot move.
+        The step is the knob's x-max-delta, else a twentieth of its range (at least 1 for integers)."""
+        cur = self.value(path)
+        if path in self.busy or not isinstance(cur, (int, float)) or isinstance(cur, bool):
+            return None
+        spec = diagnostics.knob_spec(self.schema, path)
+        delta = spec.get("x-max-delta", default_delta)
+        if delta is None:
+            span = spec.get("maximum", cur + 20) - spec.get("minimum", 0)
+            delta = max(1, round(span / 20)) if isinstance(cur, int) else span / 20
+        new = cur + direction * delta
+        new = min(new, spec.get("maximum", new)) if direction > 0 else max(new, spec.get("minimum", new))
+        if isinstance(cur, int):
+            new = int(round(new))
+        else:
+            new = round(new, 6)
+        if new == cur or (path, f"{cur} -> {new}") in self.avoid:
+            return None
+        return new
+
+    def _gyms_for(self, f: Finding) -> list[str]:
+        return [f.gym] if f.gym and f.gym in self.gyms else list(self.gyms)
+
+    # ---- one method per finding kind
+    def plan(self, findings: list[Finding], run_dir: Path) -> Intervention | None:
+        handlers = {"nan": self.on_nan, "harm": self.on_harm, "deadlock": self.on_deadlock,
+                    "leak": self.on_leak, "reply_growth": self.on_reply_growth,
+                    "entropy_collapse": self.on_entropy_collapse,
+                    "template_collapse": self.on_template_collapse,
+                    "low_success": self.on_low_success, "high_success": self.on_high_success}
+        for f in findings:
+            act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
+            if act is not None:
+                return act
+        return None
+
+    def on_nan(self, f: Finding, run_dir: Path) -> Intervention | None:
+        return self._restart(f, run_dir)
+
+    def on_entropy_collapse(self, f: Finding, run_dir: Path) -> Intervention | None:
+        if f.irreversible:
+            return self._restart(f, run_dir)
+        return self._entropy(f)
+
+    def on_template_collapse(self, f: Finding, run_dir: Path) -> Intervention | None:
+        return self._entropy(f)
+
+    def _restart(self, f: Finding, run_dir: Path) -> Intervention:
+        """Resume from the newest checkpoint before the failure, else restart (section 4.6)."""
+        first_bad = min((f.evidence.get("first_step") or {}).values(), default=None)
+        ckpts = sorted(p.name for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir())
+        good = [c for c in ckpts if first_bad is None or int(c.split("-")[1]) < first_bad]
+        req: dict[str, Any] = {"action": "resume", "from_checkpoint": good[-1]} if good and first_bad \
+            else {"action": "restart"}
+        req.update({"why": f.message, "run": run_dir.name})
+        return Intervention(f"Request a {req['action']} of {run_dir.name} after {f.kind}",
+                            f"{f.message} The run cannot recover in place.",
+                            "a new run from the carried workspace; reward/mean finite again.",
+                            files={"control.json": json.dumps(req, indent=2) + "\n"})
+
+    def on_harm(self, f: Finding, run_dir: Path) -> Intervention | None:
+        sha = f.evidence["commit"]
+        try:
+            parents = gitops.git(self.ws, "rev-list", "--parents", "-n1", sha).split()[1:]
+            old = gitops.knobs_at(self.ws, parents[0]) if parents else {}
+            changed = diagnostics.knob_changes(old, gitops.knobs_at(self.ws, sha))
+        except gitops.GitError:
+            return None
+        writes = {k: a for k, (a, b) in changed.items() if a is not None and self.value(k) == b}
+        if not writes:
+            return None
+        return Intervention(f"Revert {sha[:10]}: it harmed {f.evidence.get('metric')}",
+                            f.message, f"{f.evidence.get('metric')} back to its level before {sha[:10]}.",
+                            knobs=writes, reverts=sha)
+
+    def on_deadlock(self, f: Finding, run_dir: Path) -> Intervention | None:
+        for gym in self._gyms_for(f):
+            mq = f"env.{gym}.min_questions"
+            new = self.step(mq, -1) if (self.value(mq) or 0) > 0 else None
+            if new is not None:
+                return Intervention(f"Lower {mq} {self.value(mq)} -> {new} to end deadlocks",
+                                    f"{f.message} Episodes wait for questions they never get credited.",
+                                    f"success/{gym} rises; fewer truncated episodes.", knobs={mq: new})
+            ms = f"env.{gym}.max_steps"
+            new = self.step(ms, +1)
+            if new is not None:
+                return Intervention(f"Raise {ms} {self.value(ms)} -> {new} to end deadlocks",
+                                    f"{f.message} Episodes run out of turns before they can answer.",
+                                    f"success/{gym} rises; fewer truncated episodes.", knobs={ms: new})
+        return None
+
+    def on_leak(self, f: Finding, run_dir: Path) -> Intervention | None:
+        kinds = sorted((f.evidence.get("kinds") or {}).items(), key=lambda kv: -kv[1])
+        for gym in self._gyms_for(f):
+            wk = f"user.{gym}.withhold_kinds"
+            held = self.value(wk)
+            if kinds and isinstance(held, list) and wk not in self.busy and kinds[0][0] not in held \
+                    and kinds[0][0] != "?":
+                new = sorted([*held, kinds[0][0]])
+                return Intervention(f"Withhold fact kind {kinds[0][0]!r} from {gym} user replies",
+                                    f"{f.message} The leaked facts are mostly of kind {kinds[0][0]!r}.",
+                                    "user/leak_rate falls.", knobs={wk: new})
+            act = self._fewer_facts(f, gym)
+            if act is not None:
+                return act
+        return None
+
+    def on_reply_growth(self, f: Finding, run_dir: Path) -> Intervention | None:
+        for gym in self._gyms_for(f):
+            act = self._fewer_facts(f, gym)
+            if act is not None:
+                return act
+        return None
+
+    def _fewer_facts(self, f: Finding, gym: str) -> Intervention | None:
+        fp = f"user.{gym}.facts_per_reply"
+        new = self.step(fp, -1) if (self.value(fp) or 0) > 1 else None
+        if new is not None:
+            return Intervention(f"Lower {fp} {self.value(fp)} -> {new} to rein in leaks",
+                                f"{f.message} Replies disclose more than was asked.",
+                                "user/leak_rate falls.", knobs={fp: new})
+        vi = f"user.{gym}.volunteer_interval"
+        if (self.value(vi) or 0) > 0 and vi not in self.busy and (vi, f"{self.value(vi)} -> 0") not in self.avoid:
+            return Intervention(f"Stop {gym} users volunteering facts ({vi} {self.value(vi)} -> 0)",
+                                f"{f.message} Volunteered facts are revealed unasked.",
+                                "user/leak_rate falls.", knobs={vi: 0})
+        return None
+
+    def _entropy(self, f: Finding) -> Intervention | None:
+        path = "agent.entropy_coeff"
+        new = self.step(path, +1, default_delta=0.004)
+        if new is None:
+            return None
+        return Intervention(f"Raise {path} {self.value(path)} -> {new} against collapse",
+                            f"{f.message} The policy is collapsing onto one behaviour.",
+                            "actor/entropy rises.", knobs={path: new})
+
+    def on_low_success(self, f: Finding, run_dir: Path) -> Intervention | None:
+        gym = f.gym or self.gyms[0]
+        modules = self.value("reward.modules") or {}
+        for name in sorted(modules):
+            src = (self.ws / "rewards" / f"{name}.py")
+            path = f"reward.modules.{name}.enabled"
+            if not modules[name].get("enabled") and src.exists() and path not in self.busy \
+                    and re.search(rf"['\"]{gym}['\"]", src.read_text()):
+                return Intervention(f"Enable reward module {name} for {gym}",
+                                    f"{f.message} The policy sees no signal before its first success.",
+                                    f"reward/{gym} rises, then success/{gym}.", knobs={path: True})
+        if PROGRESS_MODULE in modules or f"reward.modules.{PROGRESS_MODULE}.enabled" in self.busy:
+            return None
+        return Intervention(f"Add intermediate reward {PROGRESS_MODULE} for {', '.join(self.gyms)}",
+                            f"{f.message} The policy sees no signal before its first success.",
+                            f"reward/{gym} rises, then success/{gym}.",
+                            knobs={f"reward.modules.{PROGRESS_MODULE}": {"enabled": True, "weight": 0.5}},
+                            files={f"rewards/{PROGRESS_MODULE}.py": PROGRESS_SOURCE.format(gyms=list(self.gyms))})
+
+    def on_high_success(self, f: Finding, run_dir: Path) -> Intervention | None:
+        gym = f.gym or self.gyms[0]
+        env = self.value(f"env.{gym}") or {}
+        names = sorted(env, key=lambda n: n == "max_steps")      # max_steps last (A.2: 10 -> 6 harmed)
+        for name in names:
+            path = f"env.{gym}.{name}"
+            harder = diagnostics.knob_spec(self.schema, path).get("x-harder")
+            if harder not in ("up", "down"):
+                continue
+            new = self.step(path, +1 if harder == "up" else -1)
+            if new is not None:
+                return Intervention(f"Make {gym} harder: {path} {self.value(path)} -> {new}",
+                                    f"{f.message} Easy episodes teach little.",
+                                    f"success/{gym} falls somewhat and then recovers; reward/mean stays.",
+                                    knobs={path: new})
+        return None
+
+
+def _busy_knobs(ctx: base.SessionContext) -> set[str]:
+    """Knobs changed by an agent commit the trainer has not yet shown the effect of."""
+    measured = {e["commit"] for e in effects.ledger_read(ctx.exp_dir, "effect")}
+    busy: set[str] = set()
+    for s in effects.ledger_read(ctx.exp_dir, "session"):
+        for sha in s.get("commits") or []:
+            if sha in measured:
+                continue
+            try:
+                parents = gitops.git(ctx.workspace, "rev-list", "--parents", "-n1", sha).split()[1:]
+            except gitops.GitError:
+                continue
+            old = gitops.knobs_at(ctx.workspace, parents[0]) if parents else {}
+            busy |= set(diagnostics.knob_changes(old, gitops.knobs_at(ctx.workspace, sha)))
+    return busy
+
+
+def _reverted(ws: Path) -> set[str]:
+    log = gitops.git(ws, "log", "--format=%B", check=False)
+    return {m.group(1) for m in re.finditer(r"^Reverts: ([0-9a-f]{7,40})", log, re.M)}
+
+
+BENCH_GYMS = {"usergym": ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy"),
+              "colbench": ("colbench",), "tau2": ("retail", "airline", "telecom")}
+
+
+def bench_gyms(bench: str, run_dir: Path) -> list[str]:
+    """The gyms this run trains on: those with success metrics, else all of the bench's."""
+    seen = sorted({k.split("/", 1)[1] for r in diagnostics.read_metrics(run_dir)[-1:] for k in r
+                   if k.startswith("success/")})
+    return seen or list(BENCH_GYMS.get(bench, ()))
+
+
+def apply(ws: Path, act: Intervention, knobs: dict[str, Any]) -> dict[str, str | None]:
+    """Write the intervention's files; returns the previous contents (None: the file was new)."""
+    previous: dict[str, str | None] = {}
+    if act.knobs:
+        for path, value in act.knobs.items():
+            diagnostics.set_path(knobs, path, value)
+        previous["knobs.json"] = (ws / "knobs.json").read_text()
+        (ws / "knobs.json").write_text(json.dumps(knobs, indent=2) + "\n")
+    for rel, text in act.files.items():
+        target = ws / rel
+        previous[rel] = target.read_text() if target.exists() else None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return previous
+
+
+def undo(ws: Path, previous: dict[str, str | None]) -> None:
+    for rel, text in previous.items():
+        if text is None:
+            (ws / rel).unlink(missing_ok=True)
+        else:
+            (ws / rel).write_text(text)
+
+
+def run(ctx: base.SessionContext) -> base.SessionResult:
+    """One built-in session: record findings, diagnose, plan one intervention, commit it."""
+    ws, log = ctx.workspace, []
+    written = experience.record_effects(ctx.exp_dir, ctx.bench, ws, ctx.experience_dir)
+    log += [f"finding recorded: {p}" for p in written]
+    reverted = _reverted(ws)
+    harms = [e for e in effects.ledger_read(ctx.exp_dir, "effect")
+             if e.get("label") == "harmed" and e["commit"] not in reverted]
+    findings = diagnostics.diagnose(ctx.run_dir, ctx.window, harms)
+    log += [f"diagnosis: [{f.kind}/{f.gym}] {f.message}" for f in findings]
+    knobs, schema = diagnostics.load_workspace_knobs(ws)
+    planner = Planner(knobs, schema, ws, bench_gyms(ctx.bench, ctx.run_dir),
+                      experience.harmful_changes(ctx.experience_dir, ctx.bench), _busy_knobs(ctx))
+    act = planner.plan(findings, ctx.run_dir)
+    transcript = ctx.session_dir / "transcript.md"
+    if act is None:
+        log.append("no intervention: nothing actionable, or its knobs are still being measured.")
+        transcript.write_text("\n".join(log) + "\n")
+        return base.SessionResult(ctx.agent, ctx.session_id, base.OK, "nothing to change",
+                                  transcript=str(transcript), cost_usd=0.0)
+    previous = apply(ws, act, knobs)
+    log.append(f"intervention: {act.subject}")
+    try:
+        sha = gitops.commit_all(ws, act.message(), ctx.agent, ctx.session_id)
+    except gitops.GitError as exc:       # the pre-commit hook (the gate) refused it
+        undo(ws, previous)
+        log.append(f"commit refused: {exc}")
+        transcript.write_text("\n".join(log) + "\n")
+        return base.SessionResult(ctx.agent, ctx.session_id, base.REFUSED, f"commit refused: {exc}",
+                                  transcript=str(transcript), cost_usd=0.0)
+    log.append(f"committed {sha}")
+    transcript.write_text("\n".join(log) + "\n")
+    return base.SessionResult(ctx.agent, ctx.session_id, base.OK, act.subject,
+                              transcript=str(transcript), cost_usd=0.0)

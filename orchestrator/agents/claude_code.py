@@ -1,0 +1,124 @@
+"""Claude Code as the meta-agent: `claude -p` with the EAU skill, isolated settings and narrow tools.
+
+Facts seen with claude-code 2.1.197 (issue 7) that shape the command line:
+- under `--setting-sources ""` no project skill is found, so the skill goes in through
+  `--append-system-prompt-file`; our own `--settings FILE` carries the permission rules;
+- `--allowedTools` takes every word after it, so the prompt comes before it;
+- as root `bypassPermissions` is refused: `--permission-mode dontAsk` with allow rules, where
+  anything not allowed is denied (and reported in `permission_denials`);
+- the JSON result says `subtype: "success"` even on failure: `is_error` and the exit code decide;
+- without credentials it exits 1 at once ("Not logged in"); with a bad key it retries for minutes,
+  so CLAUDE_CODE_MAX_RETRIES bounds that; it waits on an open stdin, so stdin is /dev/null.
+Permission rule paths starting with `//` are absolute; deny beats allow, so runs/NAME/eval/ stays
+unreadable even though it sits beside the readable run folder.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from orchestrator import experience
+from orchestrator.agents import base, gitops
+
+EXE = "claude"
+INSTALL_HINT = "install it with `npm install -g @anthropic-ai/claude-code` and log in (`claude /login`)"
+CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                  "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CONFIG_DIR")
+
+
+def _abs(path: Path) -> str:
+    return "/" + str(path.resolve())          # "//abs/path": an absolute permission-rule path
+
+
+def permissions(ctx: base.SessionContext) -> tuple[list[str], list[str]]:
+    """(allow, deny) rules: read the run, ledger, skill and pool; edit the workspace and the pool;
+    git only for status/diff/log/add/commit; the skill's scripts; never the eval folder."""
+    ws, pool = ctx.workspace, Path(ctx.experience_dir or experience.pool_dir())
+    scripts = ctx.skill_path.parent / "scripts"
+    allow = ["Glob", "Grep", "LS",
+             f"Read({_abs(ws)}/**)", f"Edit({_abs(ws)}/**)",
+             f"Read({_abs(ctx.run_dir)}/**)", f"Read({_abs(ctx.exp_dir)}/ledger.jsonl)",
+             f"Read({_abs(ctx.skill_path.parent)}/**)",
+             f"Read({_abs(pool)}/**)", f"Edit({_abs(pool)}/**)",
+             *[f"Bash(git {verb}:*)" for verb in ("status", "diff", "log", "add", "commit", "show")],
+             f"Bash({sys.executable} {scripts}/:*)"]
+    deny = [f"Read({_abs(ctx.exp_dir)}/eval/**)", f"Edit({_abs(ctx.exp_dir)}/eval/**)",
+            f"Edit({_abs(ws)}/.git/**)", "Bash(git push:*)", "Bash(git reset:*)",
+            "Bash(git checkout:*)", "Bash(git rebase:*)", "WebFetch", "WebSearch"]
+    return allow, deny
+
+
+def build_argv(ctx: base.SessionContext, settings: Path) -> list[str]:
+    allow, _ = permissions(ctx)
+    return [EXE, "-p", ctx.prompt,
+            "--append-system-prompt-file", str(ctx.skill_path),
+            "--setting-sources", "", "--settings", str(settings),
+            "--add-dir", str(ctx.run_dir), str(Path(ctx.experience_dir or experience.pool_dir())),
+            str(ctx.skill_path.parent),
+            "--permission-mode", "dontAsk", "--max-turns", str(ctx.max_turns),
+            "--output-format", "json",
+            "--allowedTools", *allow]          # last: it swallows every word after it
+
+
+def run(ctx: base.SessionContext) -> base.SessionResult:
+    res = base.SessionResult(ctx.agent, ctx.session_id, base.FAILED)
+    if shutil.which(EXE) is None:
+        res.status, res.reason = base.UNAVAILABLE, f"claude is not installed: {INSTALL_HINT}."
+        return res
+    allow, deny = permissions(ctx)
+    settings = ctx.session_dir / "claude-settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": allow, "deny": deny,
+                                                    "defaultMode": "dontAsk"}}, indent=1))
+    env = base.clean_env(ctx, keep=CREDENTIAL_ENV)
+    env.update({"CLAUDE_CODE_MAX_RETRIES": "2", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"})
+    dirty = set(gitops.dirty_paths(ctx.workspace))
+    proc = base.run_process(build_argv(ctx, settings), cwd=ctx.workspace, env=env,
+                            timeout_s=ctx.time_limit_s, stdout_path=ctx.session_dir / "transcript.json",
+                            stderr_path=ctx.session_dir / "stderr.txt")
+    res.transcript = str(ctx.session_dir / "transcript.json")
+    out = _parse(proc.stdout)
+    res.cost_usd, res.turns = out.get("total_cost_usd"), out.get("num_turns")
+    res.denials = [_denial(d) for d in out.get("permission_denials") or []]
+    text = str(out.get("result") or "")
+    if proc.returncode is None:
+        res.status, res.reason = base.TIMEOUT, f"killed at its time limit of {ctx.time_limit_s:.0f} s"
+    elif "not logged in" in (text + proc.stdout + proc.stderr).lower():
+        res.status, res.reason = base.UNAVAILABLE, f"claude has no credentials (Not logged in): {INSTALL_HINT}."
+    elif proc.returncode != 0 or out.get("is_error") or not out:
+        tail = (text or proc.stderr or proc.stdout).strip()[-300:]
+        res.reason = f"claude exited {proc.returncode}: {tail or 'no output'}"
+    else:
+        res.status, res.reason = base.OK, text.strip()[:500]
+    if res.status == base.OK:            # only a finished session's edits are committed
+        _, refused = base.commit_leftovers(ctx, dirty, text)
+        if refused:
+            res.status, res.reason = base.REFUSED, refused
+    else:
+        base.discard_leftovers(ctx, dirty)
+    if res.denials:
+        res.reason = f"{res.reason} (denied: {'; '.join(res.denials)})"
+    return res
+
+
+def _parse(stdout: str) -> dict:
+    """The `--output-format json` result object (the last JSON object printed)."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    try:
+        obj = json.loads(stdout)
+        return obj if isinstance(obj, dict) else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def _denial(d: dict) -> str:
+    inp = d.get("tool_input") or {}
+    target = inp.get("file_path") or inp.get("path") or inp.get("command") or ""
+    return f"{d.get('tool_name', '?')}({target})"

@@ -1,0 +1,407 @@
+"""Diagnostics over a run folder: the one module shared by the built-in meta-agent and the skill's scripts.
+
+What an LLM agent can run by hand (`skills/eau/scripts/diagnose.py`) is exactly what the built-in
+agent runs (DESIGN.md, "The parts"). It reads only training-side files of a run folder
+(`metrics.jsonl`, `events.jsonl`, `trajectories/*.jsonl`) and the workspace's knobs and schema,
+never `runs/NAME/eval/` (paper section 5: evaluation is walled off). No torch.
+
+The failure modes are the ones the paper's intervention record names (appendix A.2, Table 7):
+deadlocked episodes, user leaks and growing replies, entropy and template collapse, success stuck
+near zero or past the 0.80 difficulty threshold, and irreversible failures (NaN).
+"""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Thresholds: fractions of the recent episodes or steps that make a finding.
+DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
+LEAK_RATE = 0.10            # share of user turns revealing a hidden fact unasked
+REPLY_GROWTH = 1.5          # user replies 1.5x longer than at the start of the window history
+ENTROPY_DROP = 0.35         # recent entropy below 35% of the run's early entropy
+TEMPLATE_DISTINCT = 0.25    # fewer than 25% distinct first agent turns
+LOW_SUCCESS = 0.05          # "success stays near zero"
+HARDER_SUCCESS = 0.80       # difficulty may rise once recent success reaches 0.80 (A, write checks)
+
+# Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's
+# schema/knobs.schema.json does not say (it is the authority once present).
+_FALLBACK_KNOBS: dict[str, dict[str, Any]] = {
+    "agent.entropy_coeff": {"minimum": 0.0, "maximum": 0.05, "x-max-delta": 0.004},
+    "agent.kl_loss_coef": {"minimum": 0.0, "maximum": 0.1},
+    "agent.lr_multiplier": {"minimum": 0.1, "maximum": 10.0},
+    "env.*.max_steps": {"minimum": 3, "maximum": 60, "x-max-delta": 4, "x-harder": "down"},
+    "env.*.min_questions": {"minimum": 0, "maximum": 3, "x-max-delta": 1, "x-harder": "up"},
+    "env.*.noise_choice_number": {"minimum": 0, "maximum": 30, "x-harder": "up"},
+    "env.*.wrong_choice_number": {"minimum": 0, "maximum": 30, "x-harder": "up"},
+    "user.*.facts_per_reply": {"minimum": 1, "maximum": 3, "x-max-delta": 1},
+    "user.*.match_threshold": {"minimum": 0.0, "maximum": 1.0},
+    "user.*.volunteer_interval": {"minimum": 0, "maximum": 10},
+    "user.*.max_reveals": {"minimum": 0, "maximum": 20},
+    "user.*.strategy_mix": {"minimum": 0.0, "maximum": 1.0},
+    "reward.predicate_weight": {"minimum": 0.0, "maximum": 1.0},
+}
+
+
+@dataclass
+class Finding:
+    """One diagnosed problem, with the numbers that show it."""
+
+    kind: str            # deadlock | leak | reply_growth | entropy_collapse | template_collapse |
+                         # low_success | high_success | nan | harm
+    gym: str | None      # the gym it concerns, None for run-wide findings
+    message: str         # one sentence a person can read
+    evidence: dict[str, Any] = field(default_factory=dict)
+    irreversible: bool = False   # NaN / collapse: a restart, not a knob, is the remedy (section 4.6)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- reading a run
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Whole JSON lines only: a line being written (no newline yet, or cut) is skipped."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(errors="replace").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def read_metrics(run_dir: Path | str) -> list[dict[str, Any]]:
+    """metrics.jsonl as a list of step records, ordered by step."""
+    rows = _read_jsonl(Path(run_dir) / "metrics.jsonl")
+    return sorted((r for r in rows if "step" in r), key=lambda r: r["step"])
+
+
+def read_events(run_dir: Path | str) -> list[dict[str, Any]]:
+    return _read_jsonl(Path(run_dir) / "events.jsonl")
+
+
+def read_episodes(run_dir: Path | str, last_files: int = 3) -> list[dict[str, Any]]:
+    """The sampled episodes of the newest `last_files` trajectory files, oldest first."""
+    files = sorted((Path(run_dir) / "trajectories").glob("step-*.jsonl"))[-last_files:]
+    episodes = []
+    for f in files:
+        step = int(f.stem.split("-")[1])
+        for ep in _read_jsonl(f):
+            ep.setdefault("step", step)
+            episodes.append(ep)
+    return episodes
+
+
+def metric_series(metrics: list[dict[str, Any]], name: str) -> list[tuple[int, float]]:
+    """(step, value) pairs of one metric, skipping steps that lack it."""
+    out = []
+    for row in metrics:
+        v = row.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append((int(row["step"]), float(v)))
+    return out
+
+
+def recent_mean(metrics: list[dict[str, Any]], name: str, window: int) -> float | None:
+    vals = [v for _, v in metric_series(metrics, name)[-window:] if math.isfinite(v)]
+    return statistics.fmean(vals) if vals else None
+
+
+# ----------------------------------------------------------------------------- knobs
+
+
+def get_path(tree: dict[str, Any], dotted: str) -> Any:
+    node: Any = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(dotted)
+        node = node[part]
+    return node
+
+
+def set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def _schema_node(schema: dict[str, Any] | None, dotted: str) -> dict[str, Any]:
+    """The JSON-Schema node of one knob (following `properties`, then `additionalProperties`)."""
+    node: Any = schema or {}
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return {}
+        props = node.get("properties", {})
+        if part in props:
+            node = props[part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return {}
+        if "$ref" in node and schema is not None:
+            ref = node["$ref"].lstrip("#/").split("/")
+            target: Any = schema
+            for r in ref:
+                target = target.get(r, {})
+            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node if isinstance(node, dict) else {}
+
+
+def knob_spec(schema: dict[str, Any] | None, dotted: str) -> dict[str, Any]:
+    """Range, per-write delta and harder direction of a knob: the schema's, else the paper's."""
+    node = _schema_node(schema, dotted)
+    spec = {k: node[k] for k in ("minimum", "maximum", "x-max-delta", "x-harder", "x-gyms")
+            if k in node}
+    parts = dotted.split(".")
+    generic = ".".join([parts[0], "*", *parts[2:]]) if len(parts) == 3 else dotted
+    for k, v in _FALLBACK_KNOBS.get(dotted, _FALLBACK_KNOBS.get(generic, {})).items():
+        spec.setdefault(k, v)
+    return spec
+
+
+def load_workspace_knobs(workspace: Path | str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    ws = Path(workspace)
+    knobs = json.loads((ws / "knobs.json").read_text())
+    schema_path = ws / "schema" / "knobs.schema.json"
+    schema = json.loads(schema_path.read_text()) if schema_path.exists() else None
+    return knobs, schema
+
+
+def knob_table(workspace: Path | str, gyms: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every scalar knob with its current value and limits, for the skill and the prompt."""
+    knobs, schema = load_workspace_knobs(workspace)
+    rows: list[dict[str, Any]] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, f"{prefix}.{k}" if prefix else k)
+            return
+        parts = prefix.split(".")
+        if gyms and parts[0] in ("env", "user") and len(parts) > 1 and parts[1] not in gyms:
+            return
+        if gyms and parts[:2] == ["reward", "per_gym_scale"] and parts[2] not in gyms:
+            return
+        rows.append({"knob": prefix, "value": node, **knob_spec(schema, prefix)})
+
+    walk(knobs, "")
+    return rows
+
+
+# ----------------------------------------------------------------------------- detectors
+
+
+def _gyms_of(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> list[str]:
+    gyms = {ep.get("gym") for ep in episodes if ep.get("gym")}
+    for row in metrics[-1:]:
+        gyms |= {k.split("/", 1)[1] for k in row if k.startswith("success/")}
+    return sorted(gyms)
+
+
+def _answered(ep: dict[str, Any]) -> bool:
+    return any(t.get("answered") for t in ep.get("turns", []))
+
+
+def find_deadlocks(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Episodes that end at the turn limit without an answer (the min_questions counter, A.2)."""
+    out = []
+    by_gym: dict[str, list[dict[str, Any]]] = {}
+    for ep in episodes:
+        by_gym.setdefault(ep.get("gym", "?"), []).append(ep)
+    for gym, eps in sorted(by_gym.items()):
+        stuck = [ep for ep in eps if ep.get("truncated") and not _answered(ep)]
+        frac = len(stuck) / len(eps)
+        if frac >= DEADLOCK_FRAC:
+            out.append(Finding("deadlock", gym,
+                               f"{frac:.0%} of recent {gym} episodes hit the turn limit without an answer.",
+                               {"frac": round(frac, 3), "episodes": len(eps),
+                                "examples": [ep.get("task_id") for ep in stuck[:3]]}))
+    return out
+
+
+def _user_turns(eps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [t for ep in eps for t in ep.get("turns", []) if t.get("user") is not None]
+
+
+def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
+               window: int) -> list[Finding]:
+    """Hidden facts revealed unasked, and user replies growing (facts_per_reply 1->3, A.2)."""
+    out = []
+    by_gym: dict[str, list[dict[str, Any]]] = {}
+    for ep in episodes:
+        by_gym.setdefault(ep.get("gym", "?"), []).append(ep)
+    for gym, eps in sorted(by_gym.items()):
+        turns = _user_turns(eps)
+        if not turns:
+            continue
+        leaky = [t for t in turns if t.get("leaked_facts")]
+        rate = len(leaky) / len(turns)
+        if rate >= LEAK_RATE:
+            kinds: dict[str, int] = {}
+            for t in leaky:
+                for f in t["leaked_facts"]:
+                    kind = f.get("kind", "?") if isinstance(f, dict) else str(f).split(":")[0]
+                    kinds[kind] = kinds.get(kind, 0) + 1
+            out.append(Finding("leak", gym,
+                               f"{rate:.0%} of recent {gym} user replies reveal hidden facts unasked.",
+                               {"rate": round(rate, 3), "turns": len(turns), "kinds": kinds}))
+        lengths = [len(t.get("user") or "") for t in turns]
+        half = len(lengths) // 2
+        if half >= 4:
+            early, late = statistics.fmean(lengths[:half]), statistics.fmean(lengths[half:])
+            if early > 0 and late / early >= REPLY_GROWTH:
+                out.append(Finding("reply_growth", gym,
+                                   f"{gym} user replies grew from {early:.0f} to {late:.0f} characters.",
+                                   {"early_chars": round(early), "late_chars": round(late)}))
+    leak = recent_mean(metrics, "user/leak_rate", window)
+    if leak is not None and leak >= LEAK_RATE and not any(f.kind == "leak" for f in out):
+        out.append(Finding("leak", None, f"user/leak_rate averages {leak:.2f} over the last {window} steps.",
+                           {"rate": round(leak, 3)}))
+    return out
+
+
+def find_collapse(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
+                  window: int) -> list[Finding]:
+    """Entropy collapse (actor/entropy falls) and template collapse (the same first turn everywhere)."""
+    out = []
+    ent = [v for _, v in metric_series(metrics, "actor/entropy") if math.isfinite(v)]
+    if len(ent) >= 2 * window:
+        early, late = statistics.fmean(ent[:window]), statistics.fmean(ent[-window:])
+        if early > 0 and late < ENTROPY_DROP * early:
+            out.append(Finding("entropy_collapse", None,
+                               f"actor/entropy fell from {early:.3f} to {late:.3f}.",
+                               {"early": round(early, 4), "late": round(late, 4)},
+                               irreversible=late < 0.05 * early))
+    firsts = [ep["turns"][0].get("agent", "") for ep in episodes if ep.get("turns")]
+    if len(firsts) >= 8:
+        distinct = len(set(firsts)) / len(firsts)
+        if distinct < TEMPLATE_DISTINCT:
+            out.append(Finding("template_collapse", None,
+                               f"only {distinct:.0%} of recent episodes open with a distinct agent turn.",
+                               {"distinct": round(distinct, 3), "episodes": len(firsts)}))
+    return out
+
+
+def find_success_extremes(metrics: list[dict[str, Any]], gyms: list[str],
+                          window: int) -> list[Finding]:
+    """Success stuck near zero (add an intermediate reward) or past 0.80 (raise difficulty)."""
+    out = []
+    for gym in gyms:
+        series = metric_series(metrics, f"success/{gym}")
+        if len(series) < window:
+            continue
+        mean = statistics.fmean(v for _, v in series[-window:])
+        if mean <= LOW_SUCCESS:
+            out.append(Finding("low_success", gym,
+                               f"success/{gym} averages {mean:.2f} over the last {window} steps.",
+                               {"mean": round(mean, 3), "window": window}))
+        elif mean >= HARDER_SUCCESS:
+            out.append(Finding("high_success", gym,
+                               f"success/{gym} averages {mean:.2f}: tasks may be made harder.",
+                               {"mean": round(mean, 3), "window": window}))
+    return out
+
+
+def find_nan(metrics: list[dict[str, Any]], window: int) -> list[Finding]:
+    """A NaN or infinite loss or reward: the run cannot recover in place (section 4.6)."""
+    bad: dict[str, int] = {}
+    for row in metrics[-window:]:
+        for k, v in row.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                bad.setdefault(k, int(row["step"]))
+    if not bad:
+        return []
+    return [Finding("nan", None, f"non-finite values in {', '.join(sorted(bad))}.",
+                    {"first_step": bad}, irreversible=True)]
+
+
+def find_harm(effects: list[dict[str, Any]]) -> list[Finding]:
+    """Applied changes whose measured effect was harm (written by orchestrator.effects)."""
+    return [Finding("harm", None,
+                    f"commit {e['commit'][:10]} harmed {e.get('metric')} "
+                    f"({e.get('before')} -> {e.get('after')}, floor {e.get('noise_floor')}).",
+                    {"commit": e["commit"], "metric": e.get("metric"), "delta": e.get("delta")})
+            for e in effects if e.get("label") == "harmed"]
+
+
+def diagnose(run_dir: Path | str, window: int = 10,
+             effects: list[dict[str, Any]] | None = None) -> list[Finding]:
+    """All findings for a run, most urgent first (irreversible, harm, deadlock, leak, ...)."""
+    metrics = read_metrics(run_dir)
+    episodes = read_episodes(run_dir)
+    gyms = _gyms_of(episodes, metrics)
+    findings = (find_nan(metrics, window) + find_harm(effects or []) + find_deadlocks(episodes)
+                + find_leaks(episodes, metrics, window) + find_collapse(episodes, metrics, window)
+                + find_success_extremes(metrics, gyms, window))
+    return sorted(findings, key=lambda f: not f.irreversible)   # stable: keeps the order above
+
+
+# ----------------------------------------------------------------------------- summary
+
+SUMMARY_METRICS = ("reward/mean", "episode/turns", "episode/question_rate", "user/leak_rate",
+                   "actor/entropy", "actor/approx_kl", "critic/value_loss", "kl/ref")
+
+
+def summarize(run_dir: Path | str, window: int = 10, samples: int = 2) -> dict[str, Any]:
+    """Trends (first and last window means of the main metrics), failure modes, sample episodes."""
+    metrics = read_metrics(run_dir)
+    episodes = read_episodes(run_dir)
+    names = list(SUMMARY_METRICS) + sorted({k for r in metrics[-1:] for k in r
+                                            if k.startswith(("success/", "reward/")) and k != "reward/mean"})
+    trends = {}
+    for name in names:
+        vals = [v for _, v in metric_series(metrics, name)]
+        if vals:
+            trends[name] = {"first": round(statistics.fmean(vals[:window]), 4),
+                            "last": round(statistics.fmean(vals[-window:]), 4),
+                            "latest": round(vals[-1], 4)}
+    failed = [ep for ep in episodes if not ep.get("success")]
+    return {
+        "run": str(run_dir),
+        "steps": int(metrics[-1]["step"]) if metrics else 0,
+        "trends": trends,
+        "findings": [f.to_dict() for f in diagnose(run_dir, window)],
+        "events": [e for e in read_events(run_dir) if e.get("event") != "checkpoint"][-10:],
+        "sample_failures": [_short_episode(ep) for ep in failed[-samples:]],
+        "sample_successes": [_short_episode(ep) for ep in episodes if ep.get("success")][-samples:],
+    }
+
+
+def _short_episode(ep: dict[str, Any], chars: int = 160) -> dict[str, Any]:
+    turns = [{"agent": (t.get("agent") or "")[:chars], "user": (t.get("user") or "")[:chars],
+              "reward": t.get("reward"), "leaked": t.get("leaked_facts") or []}
+             for t in ep.get("turns", [])[:6]]
+    return {"gym": ep.get("gym"), "task_id": ep.get("task_id"), "user_arm": ep.get("user_arm"),
+            "score": ep.get("score"), "truncated": ep.get("truncated"), "turns": turns}
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}; lists stay values."""
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def knob_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Knob path -> (old value, new value) for every knob that differs (None where absent)."""
+    a, b = flatten(old), flatten(new)
+    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}

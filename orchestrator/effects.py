@@ -1,0 +1,179 @@
+"""Measured effect of every applied intervention (issue 7, point 4; paper appendix A.2).
+
+For a commit the trainer applied at step s, the relevant metric's mean over the W steps after s is
+compared with its mean over the W steps before. The noise floor comes from the step-to-step
+variation around s: sigma = std(first differences) / sqrt(2) estimates the per-step noise, the
+standard error of a difference of two W-step means is sigma * sqrt(2 / W), and the floor is twice
+that. A change beyond the floor in the good direction is "helped", in the bad one "harmed", else
+"inconclusive" (the paper's match_threshold sweep was inconclusive at a floor of 0.228).
+
+Effects are written as ledger lines of type "effect", where `orchestrator log`, the agent's prompt
+and the built-in agent's "revert what harmed" rule read them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator import diagnostics
+
+DEFAULT_WINDOW = 10
+
+
+# ------------------------------------------------------------------- ledger (orchestrator.ledger)
+
+def ledger_append(exp_dir: Path | str, line: dict[str, Any]) -> None:
+    """Append one ledger line; through orchestrator.ledger (issue 2) when it is installed."""
+    try:
+        from orchestrator import ledger
+    except ImportError:
+        ledger = None
+    if ledger is not None:
+        ledger.append_line(Path(exp_dir), line)
+        return
+    with open(Path(exp_dir) / "ledger.jsonl", "a") as fh:
+        fh.write(json.dumps(line, sort_keys=True) + "\n")
+
+
+def ledger_read(exp_dir: Path | str, type_: str | None = None) -> list[dict[str, Any]]:
+    try:
+        from orchestrator import ledger
+    except ImportError:
+        ledger = None
+    if ledger is not None:
+        return list(ledger.read_lines(Path(exp_dir), type_))
+    rows = diagnostics._read_jsonl(Path(exp_dir) / "ledger.jsonl")
+    return [r for r in rows if type_ is None or r.get("type") == type_]
+
+
+# ------------------------------------------------------------------- the measurement
+
+@dataclass
+class Effect:
+    commit: str
+    run: str
+    step: int
+    metric: str
+    direction: str        # "up" | "down": which way is good for this metric
+    window: int
+    before: float
+    after: float
+    delta: float
+    noise_floor: float
+    label: str            # helped | harmed | inconclusive
+
+    def ledger_line(self) -> dict[str, Any]:
+        # "noise" is the ledger's name for the floor (orchestrator.ledger, issue 2)
+        return {"type": "effect", **asdict(self), "noise": self.noise_floor}
+
+
+def noise_floor(values: list[float], window: int) -> float:
+    """Twice the standard error of a difference of two `window`-step means (see module docstring)."""
+    diffs = [b - a for a, b in zip(values, values[1:])]
+    if len(diffs) < 2:
+        return math.inf
+    sigma = statistics.stdev(diffs) / math.sqrt(2)
+    return 2.0 * sigma * math.sqrt(2.0 / window)
+
+
+def measure(metrics: list[dict[str, Any]], step: int, metric: str, direction: str,
+            window: int = DEFAULT_WINDOW) -> tuple[float, float, float, float, str] | None:
+    """(before, after, delta, floor, label) for a change applied at `step`; None until W steps follow.
+
+    The change applied at step s first shapes the episodes of step s (DESIGN.md: applied at the
+    step boundary), so "before" is steps [s-W, s) and "after" is [s, s+W).
+    """
+    series = [(s, v) for s, v in diagnostics.metric_series(metrics, metric) if math.isfinite(v)]
+    before = [v for s, v in series if step - window <= s < step]
+    after = [v for s, v in series if step <= s < step + window]
+    if len(after) < window or len(before) < 2:
+        return None
+    b, a = statistics.fmean(before), statistics.fmean(after)
+    floor = noise_floor(before + after, window) if len(before) + len(after) > 3 else math.inf
+    # a metric constant on both sides has no noise: any change is real
+    delta = a - b
+    if abs(delta) <= floor or delta == 0:
+        label = "inconclusive"
+    else:
+        label = "helped" if (delta > 0) == (direction == "up") else "harmed"
+    return round(b, 4), round(a, 4), round(delta, 4), round(floor, 4), label
+
+
+# ------------------------------------------------------------------- which metric a change targets
+
+_METRIC_RE = re.compile(r"\b((?:success|reward|episode|user|actor|critic|kl)/[\w.-]+)")
+_DOWN_WORDS = ("down", "fall", "drop", "decreas", "lower", "reduc", "shrink", "below")
+_UP_WORDS = ("rise", "increas", "raise", "higher", "grow", "improv", "above")
+_GOOD_DOWN = ("user/leak_rate", "critic/value_loss", "kl/ref", "actor/approx_kl", "episode/turns")
+
+
+def target_of(message: str, changed: dict[str, tuple[Any, Any]], gyms: list[str]) -> tuple[str, str]:
+    """(metric, good direction) that a commit means to move.
+
+    The commit's `Expect:` line names it when it can ("Expect: success/colbench rises"); otherwise
+    it follows from the knobs changed: leak controls -> user/leak_rate down, entropy_coeff ->
+    actor/entropy up, anything else -> success of the gym it touches (or reward/mean) up.
+    """
+    for line in message.splitlines():
+        if line.lower().startswith("expect:"):
+            m = _METRIC_RE.search(line)
+            if m:
+                metric = m.group(1).rstrip(".,;")
+                words = set(re.findall(r"[a-z]+", line.lower()))
+                down = any(w.startswith(_DOWN_WORDS) for w in words)
+                up = "up" in words or any(w.startswith(_UP_WORDS) for w in words)
+                if down != up:
+                    return metric, "down" if down else "up"
+                return metric, "down" if metric in _GOOD_DOWN else "up"
+    keys = list(changed)
+    if any(k.endswith(("facts_per_reply", "volunteer_interval", "withhold_kinds", "max_reveals"))
+           for k in keys):
+        return "user/leak_rate", "down"
+    if any(k == "agent.entropy_coeff" for k in keys):
+        return "actor/entropy", "up"
+    for k in keys:
+        parts = k.split(".")
+        if parts[0] in ("env", "user") and len(parts) > 2:
+            return f"success/{parts[1]}", "up"
+    if len(gyms) == 1:
+        return f"success/{gyms[0]}", "up"
+    return "reward/mean", "up"
+
+
+# ------------------------------------------------------------------- updating the ledger
+
+def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | str,
+                   window: int = DEFAULT_WINDOW) -> list[Effect]:
+    """Measure every applied commit of this run that has W steps after it and no effect line yet."""
+    from orchestrator.agents import gitops   # git lives behind one module
+
+    exp_dir, run_dir = Path(exp_dir), Path(run_dir)
+    done = {(e.get("commit"), e.get("run")) for e in ledger_read(exp_dir, "effect")}
+    metrics = diagnostics.read_metrics(run_dir)
+    gyms = sorted({k.split("/", 1)[1] for r in metrics[-1:] for k in r if k.startswith("success/")})
+    new = []
+    for ev in diagnostics.read_events(run_dir):
+        if ev.get("event") != "applied" or (ev.get("commit"), run_dir.name) in done:
+            continue
+        commit, step = ev["commit"], int(ev["step"])
+        try:
+            msg = gitops.message(workspace, commit)
+            parents = gitops.git(workspace, "rev-list", "--parents", "-n1", commit).split()[1:]
+            old = gitops.knobs_at(workspace, parents[0]) if parents else {}
+        except gitops.GitError:
+            continue
+        changed = diagnostics.knob_changes(old, gitops.knobs_at(workspace, commit))
+        metric, direction = target_of(msg, changed, gyms)
+        result = measure(metrics, step, metric, direction, window)
+        if result is None:
+            continue
+        effect = Effect(commit, run_dir.name, step, metric, direction, window, *result)
+        ledger_append(exp_dir, effect.ledger_line())
+        done.add((commit, run_dir.name))
+        new.append(effect)
+    return new

@@ -1,0 +1,41 @@
+"""The codex adapter against a fake `codex` that behaves like 0.171.0 (issue 7): `exec --sandbox
+workspace-write -C WS --json -o FILE`, no --full-auto, .git read-only so the adapter commits with
+the agent's last message, hangs killed, writes outside refused by the sandbox, no credentials."""
+import json
+import subprocess
+
+from conftest import make_ctx
+
+from orchestrator.agents import base
+
+
+def test_edits_committed_with_the_agents_message(exp, fakes_on_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    ctx = make_ctx(exp, "codex", extra_env={"FAKE_MODE": "commit", "FAKE_LOG": str(fakes_on_path)})
+    res = base.run_session(ctx)
+    assert res.status == base.OK and len(res.commits) == 1 and res.turns == 1
+    msg = subprocess.run(["git", "-C", str(ctx.workspace), "log", "-1", "--format=%ae%n%B"],
+                         capture_output=True, text=True).stdout
+    assert msg.startswith("codex-s001@agents.eau") and "Expect: actor/entropy rises." in msg
+    assert "Eau-Agent: codex" in msg
+    call = json.loads(fakes_on_path.read_text().splitlines()[0])
+    argv = call["argv"]
+    assert argv[:3] == ["exec", "--sandbox", "workspace-write"] and "--full-auto" not in argv
+    assert argv[argv.index("-C") + 1] == str(ctx.workspace) and "--json" in argv and "-o" in argv
+    assert "openai_base_url=http://127.0.0.1:9/v1" in argv and call["stdin_devnull"]
+
+
+def test_hang_is_killed_and_half_edits_discarded(exp, fakes_on_path):
+    res = base.run_session(make_ctx(exp, "codex", time_limit_s=1.0, extra_env={"FAKE_MODE": "hang"}))
+    assert res.status == base.TIMEOUT and res.commits == []
+
+
+def test_write_outside_refused_by_sandbox(exp, fakes_on_path):
+    before = (exp / "run-001" / "config.json").read_text()
+    res = base.run_session(make_ctx(exp, "codex", extra_env={"FAKE_MODE": "outside"}))
+    assert res.commits == [] and (exp / "run-001" / "config.json").read_text() == before
+
+
+def test_no_credentials(exp, fakes_on_path):
+    res = base.run_session(make_ctx(exp, "codex", extra_env={"FAKE_MODE": "nologin"}))
+    assert res.status == base.UNAVAILABLE and "credentials" in res.reason

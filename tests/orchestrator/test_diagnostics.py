@@ -1,0 +1,78 @@
+"""Diagnostics over synthetic run folders: each failure mode of the paper's record is found from the
+trainer's own file formats, and a healthy run yields no findings."""
+import json
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from runlogs import ROOT, episode, write_run  # noqa: E402
+
+from orchestrator import diagnostics  # noqa: E402
+
+
+def kinds(run):
+    return {(f.kind, f.gym) for f in diagnostics.diagnose(run)}
+
+
+def test_healthy_run_has_no_findings(tmp_path):
+    run = write_run(tmp_path / "run-001", 30, episodes_fn=lambda s, r: [
+        episode("colbench", first=f"[action] hello {i} {s}", task=f"t{i}") for i in range(8)])
+    assert diagnostics.diagnose(run) == []
+
+
+def test_deadlock_found_from_truncated_unanswered_episodes(tmp_path):
+    run = write_run(tmp_path / "run-001", 20, episodes_fn=lambda s, r: [
+        episode("colbench", deadlock=i < 5, first=f"[action] q{i}", task=f"t{i}") for i in range(10)])
+    found = [f for f in diagnostics.diagnose(run) if f.kind == "deadlock"]
+    assert found and found[0].gym == "colbench" and found[0].evidence["frac"] == 0.5
+
+
+def test_leak_found_with_the_leaking_fact_kind(tmp_path):
+    run = write_run(tmp_path / "run-001", 20, episodes_fn=lambda s, r: [
+        episode("colbench", leak=True, first=f"[action] q{i}") for i in range(6)])
+    leak = [f for f in diagnostics.diagnose(run) if f.kind == "leak"][0]
+    assert leak.evidence["kinds"] == {"return": 36}  # 3 newest files x 6 episodes x 2 leaky turns and leak.evidence["rate"] == 0.5
+
+
+def test_entropy_collapse_low_success_and_nan(tmp_path):
+    run = write_run(tmp_path / "run-001", 30, metric_fn=lambda s, r: {
+        "actor/entropy": 1.0 if s <= 10 else 0.1, "success/colbench": 0.0})
+    assert {("entropy_collapse", None), ("low_success", "colbench")} <= kinds(run)
+    write_run(run, 1, start=31, metric_fn=lambda s, r: {"actor/pg_loss": float("nan")})
+    found = diagnostics.diagnose(run)
+    assert found[0].kind == "nan" and found[0].irreversible
+    assert found[0].evidence["first_step"] == {"actor/pg_loss": 31}
+
+
+def test_high_success_and_template_collapse(tmp_path):
+    run = write_run(tmp_path / "run-001", 20, metric_fn=lambda s, r: {"success/colbench": 0.9},
+                    episodes_fn=lambda s, r: [episode("colbench", success=True) for _ in range(10)])
+    assert {("high_success", "colbench"), ("template_collapse", None)} <= kinds(run)
+
+
+def test_half_written_line_is_skipped(tmp_path):
+    run = write_run(tmp_path / "run-001", 3)
+    with open(run / "metrics.jsonl", "a") as fh:
+        fh.write('{"step": 4, "reward/me')
+    assert [r["step"] for r in diagnostics.read_metrics(run)] == [1, 2, 3]
+
+
+def test_knob_table_has_schema_limits_and_current_values(tmp_path):
+    rows = {r["knob"]: r for r in diagnostics.knob_table(ROOT / "workspace", gyms=["colbench"])}
+    ent = rows["agent.entropy_coeff"]
+    assert ent["x-max-delta"] == 0.004 and ent["maximum"] == 0.05
+    assert rows["env.colbench.max_steps"]["x-harder"] == "down"
+    assert "env.travel.max_steps" not in rows
+    knobs = json.loads((ROOT / "workspace" / "knobs.json").read_text())
+    assert rows["env.colbench.max_steps"]["value"] == knobs["env"]["colbench"]["max_steps"]
+
+
+def test_summary_reports_trends_and_samples(tmp_path):
+    run = write_run(tmp_path / "run-001", 20, metric_fn=lambda s, r: {"reward/mean": s / 20},
+                    episodes_fn=lambda s, r: [episode("colbench", task=f"t{i}", first=f"a{i}")
+                                              for i in range(4)])
+    summary = diagnostics.summarize(run, window=5)
+    assert summary["steps"] == 20
+    assert summary["trends"]["reward/mean"]["first"] < summary["trends"]["reward/mean"]["last"]
+    assert len(summary["sample_failures"]) == 2 and math.isclose(summary["trends"]["reward/mean"]["latest"], 1.0)

@@ -1,0 +1,78 @@
+"""Measured effects: the W steps after an applied commit against the W before, beyond a noise floor
+from step-to-step variation; labels in the ledger; one experience finding per effect."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from runlogs import add_event, make_workspace, write_run  # noqa: E402
+
+from orchestrator import effects, experience  # noqa: E402
+
+
+def rows(values, start=1, name="success/colbench"):
+    return [{"step": start + i, name: v} for i, v in enumerate(values)]
+
+
+def test_clear_rise_helps_clear_fall_harms_noise_is_inconclusive():
+    noisy = [0.30, 0.32, 0.29, 0.31, 0.30, 0.28, 0.31, 0.30, 0.32, 0.29]
+    up = rows(noisy + [v + 0.3 for v in noisy])
+    assert effects.measure(up, 11, "success/colbench", "up")[4] == "helped"
+    assert effects.measure(up, 11, "success/colbench", "down")[4] == "harmed"
+    flat = rows(noisy + noisy[::-1])
+    before, after, delta, floor, label = effects.measure(flat, 11, "success/colbench", "up")
+    assert label == "inconclusive" and abs(delta) < floor
+
+
+def test_no_effect_until_a_full_window_follows():
+    assert effects.measure(rows([0.1] * 15), 11, "success/colbench", "up") is None
+
+
+def test_noise_floor_scales_with_step_to_step_variation():
+    quiet = [0.3, 0.31] * 10
+    loud = [0.1, 0.5] * 10
+    assert effects.noise_floor(loud, 10) > 10 * effects.noise_floor(quiet, 10)
+
+
+def test_target_comes_from_expect_line_or_the_knobs_changed():
+    assert effects.target_of("x\n\nWhy: a\nExpect: user/leak_rate falls.", {}, []) == ("user/leak_rate", "down")
+    assert effects.target_of("x\nExpect: success/colbench rises", {}, []) == ("success/colbench", "up")
+    assert effects.target_of("x", {"user.colbench.facts_per_reply": (3, 1)}, []) == ("user/leak_rate", "down")
+    assert effects.target_of("x", {"env.travel.max_steps": (8, 12)}, []) == ("success/travel", "up")
+    assert effects.target_of("x", {"agent.entropy_coeff": (0.0, 0.004)}, []) == ("actor/entropy", "up")
+
+
+def _commit(ws, knob_path, value, msg):
+    knobs = json.loads((ws / "knobs.json").read_text())
+    node = knobs
+    for p in knob_path.split(".")[:-1]:
+        node = node[p]
+    node[knob_path.split(".")[-1]] = value
+    (ws / "knobs.json").write_text(json.dumps(knobs, indent=2))
+    subprocess.run(["git", "-C", str(ws), "-c", "user.name=a", "-c", "user.email=a@b", "commit",
+                    "-qam", msg], check=True)
+    return subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_update_effects_writes_ledger_lines_once_and_findings(tmp_path, monkeypatch):
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp = tmp_path / "exp"
+    ws = make_workspace(exp / "workspace")
+    sha = _commit(ws, "env.colbench.max_steps", 14, "Raise max_steps\n\nWhy: deadlock\nExpect: success/colbench rises")
+    run = write_run(exp / "run-001", 30, metric_fn=lambda s, r: {
+        "success/colbench": (0.1 if s < 15 else 0.6) + r.gauss(0, 0.02)})
+    add_event(run, event="applied", commit=sha, step=15)
+    new = effects.update_effects(exp, run, ws)
+    assert [(e.commit, e.metric, e.label) for e in new] == [(sha, "success/colbench", "helped")]
+    assert effects.update_effects(exp, run, ws) == []            # measured once
+    lines = effects.ledger_read(exp, "effect")
+    assert len(lines) == 1 and lines[0]["label"] == "helped" and lines[0]["noise_floor"] > 0
+    paths = experience.record_effects(exp, "colbench", ws)
+    assert len(paths) == 1 and experience.record_effects(exp, "colbench", ws) == []
+    finding = experience.read_findings(bench="colbench")[0]
+    assert finding["target"] == "env.colbench.max_steps" and finding["change"] == "10 -> 14"
+    assert finding["evidence"]["effect"] == "helped" and finding["evidence"]["run"] == "run-001"
+    assert "env.colbench.max_steps" in experience.index(bench="colbench")
+    assert experience.read_findings(bench="tau2") == []
