@@ -22,7 +22,7 @@ FACTS = (
 TASK = Task(id="t1", gym="travel", split="train", prompt="Book me a hotel.", facts=FACTS)
 KNOBS = {"facts_per_reply": 1, "match_threshold": 0.5, "volunteer_interval": 0, "max_reveals": 8,
          "withhold_kinds": []}
-KINDS = {"preference", "return", "shape"}
+KINDS = {"preference", "return", "shape", "concern"}
 
 
 def state(msg, turn=1, revealed=None, act="action", **knobs):

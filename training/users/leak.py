@@ -1,0 +1,58 @@
+"""Leak detector: how often a user reply reveals a hidden fact the agent did not ask for.
+
+Why: the paper's ColBench run (appendix A.2, table 7) saw a user that, with more facts per reply,
+handed over the reference solution unasked; a reward then measures the simulator, not the agent.
+`user/leak_rate` (DESIGN.md metric names) is the fraction of user replies that disclose at least
+one fact the agent's message did not match.
+
+- `detect_revealed(reply_text, facts)`: facts whose content a free-text reply (an LLM user's)
+  discloses: at least 60% of the fact's value words (the words of its text that are not its
+  keywords nor common words; numbers always count) appear in the reply.
+- `leaked(agent_message, revealed, facts, threshold)`: the disclosed fact ids the message did not
+  ask for (no similarity >= threshold, training.users.symbolic.similarity).
+- `leak_rate(step_infos)`: over the step info dicts of episodes, replies with a leak / replies.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from training.benches.base import Fact
+from training.users.symbolic import match_facts, words
+
+_COMMON = frozenset("""a an the and or but if of to in on at for with by from as is are was were be been
+am i my me we our you your it its this that these those there here have has had do does did not no yes
+would like want need should could can will just also very really some any all about into than then so
+please prefer preferred which what when where who how why""".split())
+
+
+def value_words(fact: Fact) -> set[str]:
+    keyword_words = {w for kw in fact.keywords for w in words(kw)}
+    return {w for w in words(fact.text)
+            if w not in _COMMON and w not in keyword_words and (len(w) >= 3 or w.isdigit())}
+
+
+def detect_revealed(reply_text: str, facts: Iterable[Fact], min_share: float = 0.6) -> list[str]:
+    bag = set(words(reply_text))
+    found = []
+    for fact in facts:
+        vw = value_words(fact)
+        if vw and len(vw & bag) / len(vw) >= min_share:
+            found.append(fact.id)
+    return found
+
+
+def leaked(agent_message: str, revealed: Iterable[str], facts: Iterable[Fact], threshold: float) -> list[str]:
+    facts = list(facts)
+    asked = {f.id for f, _ in match_facts(agent_message, facts, threshold)}
+    return [fid for fid in revealed if fid not in asked]
+
+
+def leak_rate(step_infos: Iterable[dict]) -> float:
+    """Fraction of user replies (steps with a user arm) that leaked a fact; 0.0 with no replies."""
+    replies = leaks = 0
+    for info in step_infos:
+        if info.get("user_arm") is None:
+            continue
+        replies += 1
+        leaks += bool(info.get("leaked_facts"))
+    return leaks / replies if replies else 0.0
