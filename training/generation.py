@@ -1,0 +1,345 @@
+"""Generation backends for rollouts, behind one call (issue 11, "fast rollouts").
+
+Every backend answers `gen.generate(prompt_ids, max_new_tokens, ...) -> list[list[int]]`: for each
+prompt (a list of token ids, no padding) the ids the model generated, up to and including the first
+stop id, nothing after it. The rollout code does not care which backend answers.
+
+Backends (chosen by `make_generator(model, tokenizer, backend=...)`):
+- "plain":  Hugging Face `model.generate` with left padding and a dynamic KV cache. The reference;
+            the only one on the CPU under "auto".
+- "static": the same call with `cache_implementation="static"` (transformers then compiles the decode
+            step). The floor the fast path must beat (issue 11's measurements).
+- "cb":     transformers' continuous batching (`model.generate_batch`, paged attention).
+- "graph":  our decode loop over a static KV cache where one whole decode step (model forward,
+            temperature / top-p sampling, stop checks, writing the token out) is captured in one CUDA
+            graph and replayed; the host looks at the `done` flags only every `check_every` steps.
+            On the CPU the same loop runs eagerly (that is how its greedy equality with "plain" is
+            tested without a GPU).
+- "vllm":   training/vllm_backend.py (optional; needs vLLM installed).
+"auto" is "graph" on CUDA and "plain" elsewhere.
+
+Sampling inside the graph draws from the default CUDA generator (re-seeded before each call, which a
+captured graph honours), with the exponential-race trick `argmax(p / E)`, E ~ Exp(1), which samples
+exactly from p without a host synchronisation (torch.multinomial would need one).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+BACKENDS = ("auto", "plain", "static", "cb", "graph", "vllm")
+MAX_STOP_IDS = 8  # the graph's stop-id tensor has a fixed size; unused slots hold -1
+
+
+class GenerationConfigError(ValueError):
+    """A generation setting the user chose cannot work (the message says which and why)."""
+
+
+def trim(tokens: Sequence[int], stop_ids: Sequence[int]) -> list[int]:
+    """Tokens up to and including the first stop id."""
+    out: list[int] = []
+    stops = set(stop_ids)
+    for t in tokens:
+        out.append(int(t))
+        if t in stops:
+            break
+    return out
+
+
+def left_pad(prompt_ids: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-padded ids (B, P) and attention mask (B, P) of 0/1."""
+    width = max(len(p) for p in prompt_ids)
+    ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+    for i, p in enumerate(prompt_ids):
+        if p:
+            ids[i, width - len(p):] = torch.tensor(p, dtype=torch.long)
+            mask[i, width - len(p):] = 1
+    return ids.to(device), mask.to(device)
+
+
+def _check_prompts(prompt_ids: list[list[int]]) -> None:
+    if any(len(p) == 0 for p in prompt_ids):
+        raise GenerationConfigError("every prompt needs at least one token (got an empty prompt).")
+
+
+def _pad_id(tokenizer, model) -> int:
+    for v in (getattr(tokenizer, "pad_token_id", None), getattr(tokenizer, "eos_token_id", None),
+              model.config.pad_token_id, model.config.eos_token_id):
+        if isinstance(v, int):
+            return v
+    return 0
+
+
+class HFGenerator:
+    """Hugging Face `generate` ("plain"), optionally with the static-cache flag ("static")."""
+
+    def __init__(self, model, tokenizer, *, static: bool = False):
+        self.model, self.tokenizer, self.static = model, tokenizer, static
+        self.pad_id = _pad_id(tokenizer, model)
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[list[int]], max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, greedy: bool = False, seed: int = 0,
+                 stop_ids: Sequence[int] = ()) -> list[list[int]]:
+        if not prompt_ids:
+            return []
+        _check_prompts(prompt_ids)
+        ids, mask = left_pad(prompt_ids, self.pad_id, self.model.device)
+        torch.manual_seed(seed)
+        kw = dict(do_sample=not greedy, max_new_tokens=max_new_tokens, pad_token_id=self.pad_id,
+                  eos_token_id=list(stop_ids) or None)
+        if not greedy:  # top_k=0: no top-k cut beyond top_p (HF's default would be 50)
+            kw.update(temperature=temperature, top_p=top_p, top_k=0)
+        if self.static:
+            kw["cache_implementation"] = "static"
+        out = self.model.generate(input_ids=ids, attention_mask=mask, **kw)  # (B, P + new)
+        new = out[:, ids.shape[1]:].tolist()
+        return [trim(row, stop_ids) if stop_ids else row for row in new]
+
+
+class ContinuousBatchingGenerator:
+    """transformers' continuous batching (`generate_batch`, paged attention, its own CUDA graphs)."""
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer = model, tokenizer
+        self.pad_id = _pad_id(tokenizer, model)
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[list[int]], max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, greedy: bool = False, seed: int = 0,
+                 stop_ids: Sequence[int] = ()) -> list[list[int]]:
+        from transformers import GenerationConfig
+
+        if not prompt_ids:
+            return []
+        _check_prompts(prompt_ids)
+        torch.manual_seed(seed)
+        cfg = GenerationConfig(do_sample=not greedy, max_new_tokens=max_new_tokens, top_k=0,
+                               temperature=temperature if not greedy else None,
+                               top_p=top_p if not greedy else None,
+                               eos_token_id=list(stop_ids) or -1, pad_token_id=self.pad_id)
+        res = self.model.generate_batch(inputs=prompt_ids, generation_config=cfg,
+                                        max_new_tokens=max_new_tokens)
+        rows = [list(r.generated_tokens) for r in res.values()]  # in the inputs' order
+        return [trim(r, stop_ids) if stop_ids else r for r in rows]
+
+
+@dataclass
+class _Slots:
+    """The fixed buffers one captured decode step reads and writes (a graph needs fixed addresses)."""
+    tok: torch.Tensor        # (B, 1) long: the token fed at this step
+    pos: torch.Tensor        # (B, 1) long: its position id (rotary)
+    col: torch.Tensor        # (1,) long: its column in the static cache (same for all rows)
+    mask: torch.Tensor       # (B, 1, 1, L) model dtype: 0 where attended, dtype-min elsewhere
+    out: torch.Tensor        # (B, N) long: generated ids
+    step: torch.Tensor       # (1,) long: index into out
+    done: torch.Tensor       # (B,) bool
+    stop: torch.Tensor       # (MAX_STOP_IDS,) long, -1 unused
+    temperature: torch.Tensor  # () float
+    top_p: torch.Tensor      # () float
+    greedy: torch.Tensor     # () bool
+    cache: object = None
+    graph: object = None
+    gen: object = field(default=None)  # CPU generator (CUDA uses the default one, graph-safe)
+
+
+def sample_next(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor,
+                greedy: torch.Tensor, generator=None) -> torch.Tensor:
+    """One token per row from logits (B, V) with temperature and nucleus (top-p); no host sync.
+
+    Top-p keeps the smallest prefix of the sorted distribution whose mass reaches top_p (HF's
+    TopPLogitsWarper), always at least the most likely token. Greedy rows take the argmax.
+    """
+    probs = torch.softmax(logits / temperature.clamp_min(1e-5), dim=-1)  # (B, V)
+    sp, idx = probs.sort(dim=-1, descending=True)                         # (B, V)
+    before = sp.cumsum(-1) - sp                                           # mass before each token
+    sp = sp.masked_fill(before >= top_p, 0.0)
+    kept = torch.zeros_like(probs).scatter_(-1, idx, sp)                  # (B, V)
+    race = torch.empty_like(kept).exponential_(generator=generator)
+    sampled = (kept / race).argmax(-1)                                    # (B,)
+    return torch.where(greedy, logits.argmax(-1), sampled)
+
+
+class GraphGenerator:
+    """Static KV cache decode loop; on CUDA each decode step is one CUDA graph replay.
+
+    Buffers and graphs are kept per (batch bucket, cache-length bucket) and reused across calls;
+    batches are padded up to a bucket (the padding rows are done from the start), more prompts than
+    `max_batch` are run in chunks.
+    """
+
+    def __init__(self, model, tokenizer, *, use_graph: bool | None = None, max_batch: int = 256,
+                 len_bucket: int = 256, check_every: int = 16):
+        self.model, self.tokenizer = model, tokenizer
+        self.pad_id = _pad_id(tokenizer, model)
+        self.device = model.device
+        self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
+        self.max_batch, self.len_bucket, self.check_every = max_batch, len_bucket, check_every
+        self._slots: dict[tuple[int, int], _Slots] = {}
+        self.capture_s = 0.0  # time spent building graphs (reported by the benchmark)
+
+    def _bucket_batch(self, n: int) -> int:
+        b = 1
+        while b < n:
+            b *= 2
+        return min(max(b, 1), self.max_batch) if n <= self.max_batch else self.max_batch
+
+    def _slots_for(self, batch: int, length: int, max_new: int) -> _Slots:
+        from transformers import StaticCache
+
+        key = (batch, length)
+        if key in self._slots and self._slots[key].out.shape[1] >= max_new:
+            return self._slots[key]
+        dev, dt = self.device, self.model.dtype
+        s = _Slots(tok=torch.zeros(batch, 1, dtype=torch.long, device=dev),
+                   pos=torch.zeros(batch, 1, dtype=torch.long, device=dev),
+                   col=torch.zeros(1, dtype=torch.long, device=dev),
+                   mask=torch.full((batch, 1, 1, length), torch.finfo(dt).min, dtype=dt, device=dev),
+                   out=torch.zeros(batch, max(max_new, 1), dtype=torch.long, device=dev),
+                   step=torch.zeros(1, dtype=torch.long, device=dev),
+                   done=torch.zeros(batch, dtype=torch.bool, device=dev),
+                   stop=torch.full((MAX_STOP_IDS,), -1, dtype=torch.long, device=dev),
+                   temperature=torch.ones((), device=dev), top_p=torch.ones((), device=dev),
+                   greedy=torch.zeros((), dtype=torch.bool, device=dev))
+        s.cache = StaticCache(config=self.model.config, max_cache_len=length)
+        if dev.type != "cuda":
+            s.gen = torch.Generator(device=dev)
+        self._slots[key] = s
+        return s
+
+    def _decode_step(self, s: _Slots) -> None:
+        """One decode step on the fixed buffers: the body of the CUDA graph."""
+        s.mask.index_fill_(3, s.col, 0.0)  # the fed token's own column becomes visible
+        logits = self.model(input_ids=s.tok, position_ids=s.pos, attention_mask=s.mask,
+                            past_key_values=s.cache, use_cache=True, logits_to_keep=1).logits
+        nxt = sample_next(logits[:, -1].float(), s.temperature, s.top_p, s.greedy, s.gen)  # (B,)
+        nxt = torch.where(s.done, torch.full_like(nxt, self.pad_id), nxt)
+        s.out.index_copy_(1, s.step, nxt[:, None])
+        s.done |= torch.isin(nxt, s.stop)
+        s.tok.copy_(nxt[:, None])
+        s.pos.add_(1)
+        s.col.add_(1)
+        s.step.add_(1)
+
+    def _capture(self, s: _Slots) -> None:
+        """Warm the step up on a side stream (lazy allocations, kernel choices), then capture it."""
+        t0 = time.perf_counter()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                self._decode_step(s)
+        torch.cuda.current_stream().wait_stream(side)
+        s.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(s.graph):
+            self._decode_step(s)
+        torch.cuda.synchronize()
+        self.capture_s += time.perf_counter() - t0
+
+    def _prefill(self, s: _Slots, ids: torch.Tensor, amask: torch.Tensor) -> torch.Tensor:
+        """Run the prompts (B, P) into the cache; returns last-position logits (B, V)."""
+        b, p = ids.shape
+        length = s.mask.shape[-1]
+        neg = torch.finfo(s.mask.dtype).min
+        q = torch.arange(p, device=ids.device)
+        k = torch.arange(length, device=ids.device)
+        allowed = (k[None, None, :] <= q[None, :, None]) & (k < p)[None, None, :]
+        pad_cols = torch.zeros(b, length, dtype=torch.bool, device=ids.device)
+        pad_cols[:, :p] = amask.bool()
+        allowed = allowed & pad_cols[:, None, :]
+        allowed |= (k[None, None, :] == q[None, :, None])  # pad rows see themselves: no NaN rows
+        mask4 = torch.where(allowed, 0.0, neg).to(s.mask.dtype)[:, None]   # (B, 1, P, L)
+        pos = (amask.cumsum(-1) - 1).clamp_min(0)                          # (B, P)
+        s.cache.reset()
+        logits = self.model(input_ids=ids, position_ids=pos, attention_mask=mask4,
+                            past_key_values=s.cache, use_cache=True, logits_to_keep=1).logits
+        s.mask.fill_(neg)
+        s.mask[:, 0, 0, :p] = torch.where(amask.bool(), 0.0, neg).to(s.mask.dtype)
+        s.pos.copy_(pos[:, -1:] + 1)
+        return logits[:, -1].float()
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: list[list[int]], max_new_tokens: int, temperature: float = 1.0,
+                 top_p: float = 1.0, greedy: bool = False, seed: int = 0,
+                 stop_ids: Sequence[int] = ()) -> list[list[int]]:
+        if not prompt_ids:
+            return []
+        _check_prompts(prompt_ids)
+        if len(stop_ids) > MAX_STOP_IDS:
+            raise GenerationConfigError(f"the graph backend takes at most {MAX_STOP_IDS} stop ids "
+                                        f"(got {len(stop_ids)}).")
+        if max_new_tokens <= 0:
+            return [[] for _ in prompt_ids]
+        results: list[list[int]] = []
+        for start in range(0, len(prompt_ids), self.max_batch):
+            chunk = prompt_ids[start:start + self.max_batch]
+            results += self._generate_chunk(chunk, max_new_tokens, temperature, top_p, greedy,
+                                            seed + start, stop_ids)
+        return results
+
+    def _generate_chunk(self, prompts, max_new, temperature, top_p, greedy, seed, stop_ids):
+        n = len(prompts)
+        batch = self._bucket_batch(n)
+        width = max(len(p) for p in prompts)
+        need = width + max_new
+        length = -(-need // self.len_bucket) * self.len_bucket
+        s = self._slots_for(batch, length, max_new)
+        padded = prompts + [[self.pad_id]] * (batch - n)
+        ids, amask = left_pad(padded, self.pad_id, self.device)
+        s.temperature.fill_(temperature)
+        s.top_p.fill_(top_p)
+        s.greedy.fill_(greedy)
+        s.stop.fill_(-1)
+        if stop_ids:
+            s.stop[:len(stop_ids)] = torch.tensor(list(stop_ids), device=self.device)
+        if s.gen is not None:
+            s.gen.manual_seed(seed)
+        if self.use_graph and s.graph is None:
+            self._prefill(s, ids, amask)     # gives the lazy cache its tensors before capture
+            s.col.fill_(ids.shape[1])
+            self._capture(s)
+        if self.device.type == "cuda":
+            torch.cuda.manual_seed(seed)
+        logits = self._prefill(s, ids, amask)
+        first = sample_next(logits, s.temperature, s.top_p, s.greedy, s.gen)  # (B,)
+        s.done.zero_()
+        s.done[n:] = True
+        s.out.fill_(self.pad_id)
+        s.out[:, 0] = torch.where(s.done, self.pad_id, first)
+        s.done |= torch.isin(first, s.stop)
+        s.tok.copy_(s.out[:, :1])
+        s.col.fill_(ids.shape[1])
+        s.step.fill_(1)
+        for i in range(1, max_new):
+            if s.graph is not None:
+                s.graph.replay()
+            else:
+                self._decode_step(s)
+            if i % self.check_every == 0 and bool(s.done.all()):
+                break
+        rows = s.out[:n, :max_new].tolist()
+        return [trim(r, stop_ids) if stop_ids else r for r in rows]
+
+
+def make_generator(model, tokenizer, backend: str = "auto", **kw):
+    """The generation backend named `backend` (module docstring); "auto" picks by device."""
+    if backend not in BACKENDS:
+        raise GenerationConfigError(f"unknown generation backend {backend!r}: choose one of "
+                                    f"{', '.join(BACKENDS)}.")
+    if backend == "auto":
+        backend = "graph" if model.device.type == "cuda" else "plain"
+    if backend == "plain":
+        return HFGenerator(model, tokenizer)
+    if backend == "static":
+        return HFGenerator(model, tokenizer, static=True)
+    if backend == "cb":
+        return ContinuousBatchingGenerator(model, tokenizer)
+    if backend == "graph":
+        return GraphGenerator(model, tokenizer, **kw)
+    from training.vllm_backend import VLLMGenerator
+
+    return VLLMGenerator(model, tokenizer, **kw)
