@@ -10,7 +10,8 @@ Quirks worked around (cited where they are handled):
 - `git notes add` refuses to overwrite an existing note and needs an identity for the notes commit.
 - `core.hooksPath` in a person's global config silently disables `.git/hooks`.
 - `git merge-tree --merge-base` needs git 2.40; this machine has 2.39, so a commit's own change is
-  re-applied on the live tree with `git apply --cached` on a temporary index instead.
+  re-applied on the live tree with `git apply --cached --3way` on a temporary index instead
+  (`--3way` lets a writer's fix of its own rejected line apply where the live tree agrees).
 - `os.rename` onto a non-empty folder fails (ENOTEMPTY), so exports swap folders in two renames.
 - A second git process holding `index.lock` makes index commands fail: they are retried briefly.
 """
@@ -214,7 +215,8 @@ class Workspace:
         """The tree of `base` with the change `parent -> commit` applied, or None on a conflict.
 
         git 2.39 lacks `merge-tree --merge-base` (2.40), so the change is applied as a patch on
-        a temporary index holding `base`'s tree (`git apply --cached` never touches files)."""
+        a temporary index holding `base`'s tree (`git apply --cached` never touches files);
+        `--3way` falls back on the blobs the patch names (--full-index) when context differs."""
         patch = self.run("diff", "--binary", "--full-index", parent, commit)
         if not patch:
             return self.tree_of(base)
@@ -222,7 +224,7 @@ class Workspace:
             env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
             self.run("read-tree", base, env=env)
             try:
-                self.run("apply", "--cached", "--whitespace=nowarn", env=env, input=patch + "\n")
+                self.run("apply", "--cached", "--3way", "--whitespace=nowarn", env=env, input=patch + "\n")
             except git.GitCommandError:
                 return None
             return self.run("write-tree", env=env)

@@ -1,0 +1,262 @@
+"""The write gate on real temporary git repositories (issue 2, "What must show")."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from gate_testkit import AGENT, PERSON, WHY, commit, knob_commit, knobs, make_experiment, set_knob, write, \
+    write_metrics, ws_of
+from orchestrator import gate, ledger
+from orchestrator.workspace import LIVE_REF
+
+
+@pytest.fixture
+def exp(tmp_path):
+    return make_experiment(tmp_path)
+
+
+def judge_one(exp):
+    verdicts = gate.judge_pending(exp)
+    assert len(verdicts) == 1
+    return verdicts[0]
+
+
+def assert_reverted(exp, v):
+    """The rejected commit is reverted on main by a commit naming it, and main's tree == live's."""
+    ws = ws_of(exp)
+    assert v.verdict == "rejected" and v.reverted_by == ws.main()
+    message = ws.info(ws.main()).message
+    assert v.commit in message and v.reasons[0].split(":")[0] in message
+    assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
+    assert ws.run("status", "--porcelain") == ""          # the checkout followed main
+
+
+def test_valid_knob_change_is_accepted_and_live_moves(exp):
+    ws = ws_of(exp)
+    sha = knob_commit(ws, "agent.entropy_coeff", 0.004)
+    v = judge_one(exp)
+    assert (v.commit, v.verdict, v.reasons) == (sha, "accepted", [])
+    assert v.knob_changes == [{"path": "agent.entropy_coeff", "old": 0.001, "new": 0.004}]
+    assert ws.rev(LIVE_REF) == sha
+    assert json.loads(ws.note(sha))["verdict"] == "accepted"
+    assert ledger.read_lines(exp, "verdict")[-1]["commit"] == sha
+    assert gate.judge_pending(exp) == []                  # judged once
+
+
+@pytest.mark.parametrize("dotted,value,expected", [
+    ("env.travel.max_steps", 100, ["env.travel.max_steps", "100", "maximum of 60"]),
+    ("user.travel.match_threshold", -0.5, ["user.travel.match_threshold", "-0.5", "minimum of 0"]),
+    ("agent.entropy_coeff", 0.01, ["agent.entropy_coeff", "0.001 -> 0.01", "x-max-delta 0.004"]),
+    ("env.travel.bogus_knob", 3, ["env.travel", "bogus_knob", "not allowed"]),
+    ("reward.turn_reward_clip", {"min": 1.0, "max": 0.5}, ["turn_reward_clip.min 1.0 is above", "max 0.5"]),
+    ("user.travel.withhold_kinds", ["shape"], ["withhold_kinds", "'shape'", "no travel task"]),
+])
+def test_invalid_knob_writes_are_refused_and_reverted(exp, dotted, value, expected):
+    ws = ws_of(exp)
+    live = ws.rev(LIVE_REF)
+    knob_commit(ws, dotted, value)
+    v = judge_one(exp)
+    text = " ".join(v.reasons)
+    assert all(e in text for e in expected), text
+    assert ws.rev(LIVE_REF) == live
+    assert_reverted(exp, v)
+
+
+def test_harder_write_needs_recent_success(exp):
+    ws = ws_of(exp)
+    knob_commit(ws, "env.travel.max_steps", 12)                    # fewer turns: harder
+    v = judge_one(exp)
+    assert "no metrics exist yet" in v.reasons[0] and "0.80" in v.reasons[0]
+
+    # success 0.9 long ago, 0.5 over the last 10 steps: the mean of the last W=10 decides
+    rows = [{"step": i, "success/travel": 0.9} for i in range(20)] + \
+           [{"step": 20 + i, "success/travel": 0.5} for i in range(10)]
+    path = write_metrics(exp, rows)
+    knob_commit(ws, "env.travel.max_steps", 12)
+    v = judge_one(exp)
+    assert "0.500" in v.reasons[0] and "below the limit 0.80" in v.reasons[0]
+
+    with path.open("a") as f:                                      # a torn line is skipped
+        f.write('{"step": 30, "success/tra\n')
+        f.write("".join(json.dumps({"step": 31 + i, "success/travel": 0.85}) + "\n" for i in range(10)))
+    knob_commit(ws, "env.travel.max_steps", 12)
+    with pytest.warns(UserWarning, match="skipped"):
+        v = judge_one(exp)
+    assert v.accepted, v.reasons
+    knob_commit(ws, "env.travel.max_steps", 20)                    # easier: no success needed
+    assert judge_one(exp).accepted
+
+
+def test_files_outside_the_workspace_are_refused(exp):
+    ws = ws_of(exp)
+    write(ws, {"training/trainer.py": "print('patched')\n"})
+    os.symlink("/etc/passwd", ws.path / "notes.md")
+    commit(ws)
+    v = judge_one(exp)
+    text = " ".join(v.reasons)
+    assert "training/trainer.py: outside the workspace" in text
+    assert "notes.md: a symbolic link (to '/etc/passwd')" in text
+    assert_reverted(exp, v)
+    assert not (ws.path / "training").exists()
+
+
+def _widen(ws):
+    schema = json.loads((ws.path / "schema/knobs.schema.json").read_text())
+    schema["properties"]["env"]["properties"]["travel"]["properties"]["max_steps"]["maximum"] = 100
+    write(ws, {"schema/knobs.schema.json": json.dumps(schema, indent=2)})
+
+
+@pytest.mark.parametrize("identity,body,accepted", [
+    (PERSON, WHY, False),                                           # no Eau-Author: human
+    (PERSON, WHY + "Eau-Author: human\n", True),
+    (AGENT, WHY + "Eau-Author: human\n", False),                    # agent email
+    (PERSON, WHY + "Eau-Author: human\nEau-Agent: codex\n", False),  # agent trailer
+])
+def test_schema_widening_needs_a_human(exp, identity, body, accepted):
+    ws = ws_of(exp)
+    _widen(ws)
+    commit(ws, "widen max_steps", body=body, identity=identity)
+    v = judge_one(exp)
+    assert v.accepted == accepted, v.reasons
+    if not accepted:
+        assert "maximum 60 -> 100" in v.reasons[0] and "Eau-Author: human" in v.reasons[0]
+        assert_reverted(exp, v)
+
+
+def test_missing_rationale_is_refused(exp):
+    ws = ws_of(exp)
+    set_knob(ws, "agent.kl_loss_coef", 0.002)
+    commit(ws, "tweak kl", body="\n\nWhy: drifting.\n")
+    v = judge_one(exp)
+    assert len(v.reasons) == 1 and "no `Expect:` line" in v.reasons[0]
+
+
+GOOD_MODULE = "APPLIES_TO = ['travel']\n\ndef turn_reward(turn):\n    return 0.1 * len(turn['revealed_facts'])\n"
+BAD_MODULES = {
+    "raises": ("APPLIES_TO = ['travel']\ndef turn_reward(turn):\n    return turn['missing_key']\n",
+               "turn_reward failed: KeyError"),
+    "loops": ("APPLIES_TO = ['travel']\ndef turn_reward(turn):\n    while True:\n        pass\n",
+              "did not return within"),
+    "nan": ("APPLIES_TO = ['travel']\ndef episode_reward(ep):\n    return float('nan')\n",
+            "episode_reward returned nan, not a finite float"),
+    "imports": ("import no_such_package\nAPPLIES_TO = ['travel']\ndef turn_reward(t):\n    return 0.0\n",
+                "No module named 'no_such_package'"),
+    "no_applies": ("def turn_reward(t):\n    return 0.0\n", "defines no APPLIES_TO"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_MODULES))
+def test_bad_reward_modules_are_refused(exp, kind):
+    ws = ws_of(exp)
+    source, expected = BAD_MODULES[kind]
+    write(ws, {"rewards/shaping.py": source})
+    set_knob(ws, "reward.modules.shaping", {"enabled": True, "weight": 1.0})
+    commit(ws, f"add a {kind} module")
+    v = judge_one(exp)
+    assert any(expected in r and r.startswith("rewards/shaping.py") for r in v.reasons), v.reasons
+    assert_reverted(exp, v)
+
+
+def test_good_reward_module_replays_recent_trajectories(exp):
+    ws = ws_of(exp)
+    traj = exp / "run-001" / "trajectories" / "step-000010.jsonl"
+    traj.parent.mkdir(parents=True)
+    turn = {"turn": 1, "agent": "[action] budget?", "user": "100", "reward": 0.0,
+            "revealed_facts": "f1", "leaked_facts": [], "asked_question": True, "answered": False,
+            "rule_id": None, "tool_calls": []}
+    traj.write_text(json.dumps({"gym": "travel", "task_id": "t1", "user_arm": "llm", "turns": [turn],
+                                "score": 0.0, "success": False}) + "\n")
+    write(ws, {"rewards/shaping.py": GOOD_MODULE.replace("len(turn['revealed_facts'])",
+                                                         "sum(turn['revealed_facts'])")})
+    commit(ws, "module that breaks on the real turn shape")
+    v = judge_one(exp)                     # synthetic turns hold lists; the replayed one a string
+    assert "TypeError" in " ".join(v.reasons)
+    write(ws, {"rewards/shaping.py": GOOD_MODULE})
+    commit(ws, "module that works")
+    assert judge_one(exp).accepted
+
+
+def test_rule_with_bad_regex_is_refused(exp):
+    ws = ws_of(exp)
+    rules = json.loads((ws.path / "users/usergym/rules.json").read_text())
+    rules["rules"].insert(0, {"id": "greedy", "when": {"regex": "(budget"}, "reveal": "none", "say": "Hm."})
+    write(ws, {"users/usergym/rules.json": json.dumps(rules)})
+    commit(ws, "add a rule")
+    v = judge_one(exp)
+    assert "users/usergym/rules.json" in v.reasons[0] and "(budget" in v.reasons[0], v.reasons
+    assert_reverted(exp, v)
+
+
+@pytest.mark.parametrize("control,ok", [
+    ({"action": "restart", "why": "entropy collapsed"}, True),
+    ({"action": "resume", "why": "crash"}, False),                     # no checkpoint named
+    ({"action": "rewind", "why": "x"}, False),
+])
+def test_control_requests_are_validated(exp, control, ok):
+    ws = ws_of(exp)
+    write(ws, {"control.json": json.dumps(control)})
+    commit(ws, "control")
+    assert judge_one(exp).accepted == ok
+
+
+def test_pre_commit_hook_refuses_before_the_commit_exists(exp):
+    ws = ws_of(exp)
+    head = ws.main()
+    set_knob(ws, "env.travel.max_steps", 100)
+    ws.run("add", "-A")
+    env = {**os.environ, "GIT_AUTHOR_NAME": PERSON[0], "GIT_AUTHOR_EMAIL": PERSON[1],
+           "GIT_COMMITTER_NAME": PERSON[0], "GIT_COMMITTER_EMAIL": PERSON[1]}
+    proc = subprocess.run(["git", "commit", "-m", "bigger" + WHY], cwd=ws.path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "env.travel.max_steps" in proc.stderr
+    assert ws.main() == head                                         # nothing was committed
+    set_knob(ws, "env.travel.max_steps", 20)
+    ws.run("add", "-A")
+    proc = subprocess.run(["git", "commit", "-m", "no rationale"], cwd=ws.path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode != 0 and "no `Why:` line" in proc.stderr and ws.main() == head
+    proc = subprocess.run(["git", "commit", "-m", "more turns" + WHY], cwd=ws.path, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert judge_one(exp).accepted
+
+
+def test_burst_of_ten_commits_by_two_writers_is_judged_in_order(exp):
+    ws = ws_of(exp)
+    made, bad = [], {2, 5, 8}
+    for i in range(10):
+        who = PERSON if i % 2 else ("codex", "codex@agents.eau")
+        if i in bad:
+            set_knob(ws, "env.travel.max_steps", 99)                   # out of range
+        else:
+            set_knob(ws, f"reward.per_gym_scale.{['travel', 'tau', 'persuade'][i % 3]}", 1.0 + (i + 1) / 100)
+        body = WHY + ("Eau-Agent: codex\nEau-Session: s1\n" if who[1].endswith("agents.eau") else "")
+        made.append(commit(ws, f"write {i}", body=body, identity=who))
+        if i in bad:
+            set_knob(ws, "env.travel.max_steps", 16)                   # the writer's next commit fixes it
+    verdicts = gate.judge_pending(exp)
+    assert [v.commit for v in verdicts] == made
+    assert [i for i, v in enumerate(verdicts) if not v.accepted] == sorted(bad)
+    assert {v.author_kind for v in verdicts} == {"agent", "person"}
+    assert [r["commit"] for r in ledger.read_lines(exp, "verdict")][-10:] == made
+    assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
+    k = knobs(ws)
+    assert k["env"]["travel"]["max_steps"] == 16
+    assert k["reward"]["per_gym_scale"] == {**k["reward"]["per_gym_scale"], "travel": 1.1, "tau": 1.08,
+                                            "persuade": 1.0}
+    assert gate.judge_pending(exp) == []
+
+
+def test_history_rewrite_is_refused(exp):
+    ws = ws_of(exp)
+    knob_commit(ws, "agent.entropy_coeff", 0.002)
+    assert judge_one(exp).accepted
+    set_knob(ws, "agent.entropy_coeff", 0.003)
+    ws.run("commit", "-q", "--no-verify", "-a", "--amend", "-m", "amended" + WHY)
+    v = judge_one(exp)
+    assert "history rewrite" in v.reasons[0]
+    assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
+    assert knobs(ws)["agent"]["entropy_coeff"] == 0.002
