@@ -82,11 +82,14 @@ def system_prompt(task: Task) -> str:
 class _ColBench:
     name = "colbench"
     gyms = (GYM,)
-    # Fixed evaluation (DESIGN.md "Evaluation is walled off"): the test split, the paper's limit
-    # of 10 turns, no question quota, the LLM collaborator (symbolic where no LLM is configured).
-    eval_protocol = {"split": "test", "max_steps": 10, "min_questions": 0,
-                     "human_response_char_limit": 400, "user": "llm", "user_fallback": "symbolic",
-                     "metrics": ("pass", "success")}
+    # Fixed evaluation (DESIGN.md "Evaluation is walled off"; keys as training/evaluate.py reads
+    # them): the test split, the paper's 10 turns, no question quota, a 400-character reply limit
+    # and the default collaborator, whatever an experiment's workspace says.
+    eval_protocol = {"split": "test", "max_steps": {GYM: 10},
+                     "user": {GYM: {"strategy_mix": 0.5, "facts_per_reply": 1, "match_threshold": 0.5,
+                                    "volunteer_interval": 0, "max_reveals": 8, "withhold_kinds": []}},
+                     "knobs": {"env": {GYM: {"min_questions": 0, "human_response_char_limit": 400}}},
+                     "metrics": {"score": "Pass", "success": "Success"}}
 
     load_tasks = staticmethod(data.load_tasks)
     make_env = staticmethod(make_env)
