@@ -1,0 +1,351 @@
+"""The evaluation process: `python -m training.evaluate` (started by `orchestrator eval`).
+
+Paper section 5.1: evaluation uses the bench's fixed protocol (test split, evaluation user,
+interaction limits, scorer), which training-side changes cannot alter, on the final checkpoint of
+the final run, and its results are never used to propose or accept interventions. So:
+
+- the settings come from the bench's code (`BENCH.eval_protocol`, `BENCH.load_tasks(split)`) on
+  top of the project's pristine `workspace/` folder shipped in the repository, never from an
+  experiment's workspace or ledger;
+- an audit hook (`install_wall`) refuses, inside this process, to open or list anything under the
+  paths the orchestrator walls off (the experiment's workspace, ledger, agent sessions, other
+  runs); the checkpoint evaluated and its run's config.json are the only exceptions;
+- results (one JSON line per episode and a summary) go to `runs/NAME/eval/<id>/`, which no
+  meta-agent session is given (orchestrator/agents).
+
+`eval_protocol` keys read here (all optional; DESIGN.md "Evaluation is walled off"):
+  split               the split to evaluate (default "test")
+  max_steps           int or {gym: int}: env.<gym>.max_steps and the rollout's turn cap
+  user                {knob: value} for every gym, or {gym: {knob: value}}: user.<gym> overrides
+  knobs               a partial knobs.json deep-merged last (any other fixed setting)
+  temperature, top_p  the policy's decoding (default 0.7 and 1.0: sampled, so repeated
+                      evaluations with different seeds give the spread the paper reports)
+  response_length, max_episode_tokens   per-turn and per-episode token budgets (1024 / 8192)
+The same checkpoint, protocol and seed give the same numbers: task i's environment is seeded
+with (seed, i), and the sampler is reseeded with (seed, batch) before each batch of episodes.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROJECT_WORKSPACE = Path(__file__).resolve().parents[1] / "workspace"
+DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "response_length": 1024,
+            "max_episode_tokens": 8192}
+
+
+class EvalError(ValueError):
+    """A bad evaluation request (no checkpoint, unknown split); the message says what to do."""
+
+
+# ---- the wall --------------------------------------------------------------------------------
+
+_WALL_EVENTS = {"open", "os.listdir", "os.scandir", "os.chdir", "os.walk", "glob.glob",
+                "shutil.copyfile", "shutil.copytree", "os.rename", "os.remove"}
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+
+def install_wall(walls: list[Path], allowed: list[Path], refused: list[str]) -> None:
+    """Refuse (PermissionError) every open/list of a path under `walls` and not under `allowed`;
+    each refused path is appended to `refused`. Also refuses starting a process whose arguments or
+    working folder name a walled path (`git -C workspace show ...`). An audit hook cannot be
+    removed: the wall holds for the rest of this process, which is what we want."""
+    wall_roots = [os.path.realpath(str(w)) for w in walls]
+    allowed_roots = [os.path.realpath(str(a)) for a in allowed]
+
+    def check(candidate: Any) -> None:
+        if isinstance(candidate, int) or candidate is None:
+            return
+        try:
+            path = os.path.realpath(os.fsdecode(candidate))
+        except (TypeError, ValueError):
+            return
+        if _under(path, wall_roots) and not _under(path, allowed_roots):
+            refused.append(path)
+            raise PermissionError(f"evaluation is walled off from {path}: it reads only the "
+                                  "bench's protocol and the checkpoint (DESIGN.md)")
+
+    def hook(event: str, args: tuple) -> None:
+        if event in _WALL_EVENTS and args:
+            check(args[0])
+        elif event == "subprocess.Popen" and len(args) >= 3:
+            for a in list(args[1] or []) + [args[2]]:
+                if isinstance(a, (str, bytes, os.PathLike)):
+                    check(a)
+
+    sys.addaudithook(hook)
+
+
+# ---- the protocol ----------------------------------------------------------------------------
+
+def _deep_merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def protocol_knobs(knobs: dict[str, Any], protocol: dict[str, Any],
+                   gyms: tuple[str, ...]) -> dict[str, Any]:
+    """The pristine knobs with the bench's evaluation overrides (turn limits, user) applied."""
+    knobs = copy.deepcopy(knobs)
+    max_steps = protocol.get("max_steps")
+    for gym in gyms:
+        if isinstance(max_steps, dict) and gym in max_steps:
+            knobs.setdefault("env", {}).setdefault(gym, {})["max_steps"] = int(max_steps[gym])
+        elif isinstance(max_steps, int):
+            knobs.setdefault("env", {}).setdefault(gym, {})["max_steps"] = max_steps
+    user = protocol.get("user") or {}
+    for gym in gyms:
+        over = user.get(gym) if isinstance(user.get(gym), dict) else {
+            k: v for k, v in user.items() if not isinstance(v, dict)}
+        knobs.setdefault("user", {}).setdefault(gym, {}).update(copy.deepcopy(over))
+    return _deep_merge(knobs, protocol.get("knobs") or {})
+
+
+def pristine_snapshot(protocol: dict[str, Any], gyms: tuple[str, ...]):
+    """The project's shipped workspace/ as a Snapshot, with the evaluation overrides."""
+    from training.snapshot import Snapshot
+
+    if not (PROJECT_WORKSPACE / "knobs.json").exists():
+        raise EvalError(f"the project's default workspace is missing ({PROJECT_WORKSPACE}): "
+                        "restore it with `git checkout workspace/` in the project.")
+    snap = Snapshot.from_dir(PROJECT_WORKSPACE, commit="pristine")
+    return Snapshot(commit=snap.commit, root=snap.root,
+                    knobs=protocol_knobs(snap.knobs, protocol, gyms), rules=snap.rules,
+                    personas=snap.personas, reward_files=snap.reward_files)
+
+
+def load_bench(name: str):
+    """A bench by name, or "module:ATTR" of an object with the BENCH API (as training.config)."""
+    if ":" in name:
+        import importlib
+
+        module, attr = name.split(":", 1)
+        return getattr(importlib.import_module(module), attr)
+    from training.benches import get_bench
+
+    return get_bench(name)
+
+
+# ---- the policy ------------------------------------------------------------------------------
+
+def load_policy(checkpoint: Path | None, model: str | None, device: str):
+    """`Models` with only the policy: a checkpoint's weights on the base model named by its run's
+    config.json (model.path, LoRA rank), or an untrained model ("default" = packaged SmolLM2)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from training.policy import Models, load_tokenizer, pick_device, resolve_model_path
+
+    cfg: dict[str, Any] = {}
+    if checkpoint is not None:
+        config_file = checkpoint.parent.parent / "config.json"
+        if config_file.exists():
+            cfg = json.loads(config_file.read_text()).get("model") or {}
+        if (checkpoint / "policy" / "config.json").exists():     # a save_pretrained folder
+            cfg = {**cfg, "path": str(checkpoint / "policy"), "lora_rank": 0}
+    else:
+        cfg = {"path": "" if model in (None, "", "default") else model}
+    path = resolve_model_path(str(cfg.get("path") or ""))
+    dev = pick_device(device)
+    tok = load_tokenizer(path)
+    policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    if checkpoint is not None and (checkpoint / "policy.pt").exists():
+        if int(cfg.get("lora_rank") or 0) > 0:
+            from peft import LoraConfig, get_peft_model
+
+            policy = get_peft_model(policy, LoraConfig(
+                r=int(cfg["lora_rank"]), lora_alpha=int(cfg.get("lora_alpha") or 16),
+                target_modules="all-linear", task_type="CAUSAL_LM"))
+        state = torch.load(checkpoint / "policy.pt", map_location="cpu", weights_only=False)
+        policy.load_state_dict(state, strict=True)
+    elif checkpoint is not None and not (checkpoint / "policy" / "config.json").exists():
+        raise EvalError(f"{checkpoint} holds no policy weights (policy.pt or policy/): "
+                        "is it a whole checkpoint?")
+    policy.config.use_cache = True
+    policy.to(dev).eval().requires_grad_(False)
+    return Models(policy=policy, critic=None, reference=None, tokenizer=tok, device=dev,
+                  path=path)
+
+
+# ---- running episodes ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EvalSpec:
+    bench: str
+    split: str = "test"
+    seed: int = 0
+    episodes: int | None = None      # the first N tasks of the split; None = all
+    batch_size: int = 16             # episodes advanced together (one generate call per turn)
+    device: str = "auto"
+
+
+def task_seed(seed: int, index: int) -> int:
+    return (seed * 1_000_003 + index) % (2 ** 31)
+
+
+def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec: EvalSpec,
+                 progress=None) -> list[dict[str, Any]]:
+    """All tasks' episodes, in batches; returns one record per task (rollout.Episode.record plus
+    the index and seed), in task order."""
+    import torch
+
+    from training.rollout import rollout, start_episode
+
+    opts = {**DEFAULTS, **{k: protocol[k] for k in DEFAULTS if k in protocol}}
+    records: list[dict[str, Any]] = []
+    for start in range(0, len(tasks), spec.batch_size):
+        chunk = tasks[start:start + spec.batch_size]
+        episodes = []
+        for i, task in enumerate(chunk, start=start):
+            env = bench.make_env(task, snapshot, seed=task_seed(spec.seed, i), llm=None)
+            episodes.append(start_episode(models, env, bench.system_prompt(task),
+                                          seed=task_seed(spec.seed, i)))
+        torch.manual_seed(task_seed(spec.seed, 10_000_000 + start))
+        max_turns = max(int(snapshot.knobs["env"][t.gym]["max_steps"]) for t in chunk)
+        rollout(models, episodes, max_turns=max_turns, response_length=int(opts["response_length"]),
+                temperature=float(opts["temperature"]), top_p=float(opts["top_p"]),
+                max_episode_tokens=int(opts["max_episode_tokens"]))
+        for i, ep in enumerate(episodes, start=start):
+            records.append({"index": i, **ep.record(), "turn_count": len(ep.turns)})
+        if progress is not None:
+            progress(len(chunk))
+    return records
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per gym: mean score, success rate, mean turns, truncated share, number of episodes."""
+    by_gym: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        by_gym.setdefault(r["gym"], []).append(r)
+    return {gym: {"score": statistics.fmean(float(r["score"]) for r in rs),
+                  "success": statistics.fmean(float(bool(r["success"])) for r in rs),
+                  "turns": statistics.fmean(r["turn_count"] for r in rs),
+                  "truncated": statistics.fmean(float(bool(r["truncated"])) for r in rs),
+                  "errors": sum(1 for r in rs if r.get("error")), "n": len(rs)}
+            for gym, rs in sorted(by_gym.items())}
+
+
+def eval_id(spec: EvalSpec, run: str | None, step: int | None, model: str | None) -> str:
+    what = (f"{run}-step-{step:06d}" if model is None else
+            "model-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in model)[-60:])
+    tail = f"-first{spec.episodes}" if spec.episodes else ""
+    return f"{what}-{spec.bench.replace(':', '_')}-{spec.split}-seed{spec.seed}{tail}"
+
+
+def write_results(out_dir: Path, records: list[dict[str, Any]], summary: dict[str, Any]) -> Path:
+    """episodes.jsonl and summary.json, written to a temporary sibling and renamed into place."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{out_dir.name}-", dir=out_dir.parent))
+    with open(tmp / "episodes.jsonl", "w") as f:
+        for r in records:
+            f.write(json.dumps(r, default=str) + "\n")
+    (tmp / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    os.rename(tmp, out_dir)
+    return out_dir
+
+
+def _progress_bar(total: int, label: str):
+    """A rich progress bar on stderr; returns (advance(n), close())."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+    task = bar.add_task(label, total=total)
+    bar.start()
+    return (lambda n: bar.advance(task, n)), bar.stop
+
+
+def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
+             model: str | None = None, run: str | None = None, step: int | None = None,
+             refused: list[str] | None = None, show_progress: bool = True) -> Path:
+    """Run one evaluation and write runs/NAME/eval/<id>/; returns that folder."""
+    bench = load_bench(spec.bench)
+    protocol = dict(bench.eval_protocol)
+    split = spec.split or protocol.get("split", "test")
+    tasks = list(bench.load_tasks(split))
+    if not tasks:
+        raise EvalError(f"bench {spec.bench} has no tasks in split {split!r}.")
+    tasks = tasks[:spec.episodes] if spec.episodes else tasks
+    gyms = tuple(sorted({t.gym for t in tasks}))
+    snapshot = pristine_snapshot(protocol, gyms)
+    t0 = time.time()
+    models = load_policy(checkpoint, model, spec.device)
+    advance, close = (_progress_bar(len(tasks), f"eval {spec.bench}/{split}") if show_progress
+                      else (None, lambda: None))
+    try:
+        records = run_episodes(models, bench, tasks, snapshot, protocol, spec, advance)
+    finally:
+        close()
+    summary = {"bench": getattr(bench, "name", spec.bench), "split": split, "seed": spec.seed,
+               "episodes": len(records), "source": "model" if checkpoint is None else "checkpoint",
+               "model": model, "checkpoint": str(checkpoint) if checkpoint else None,
+               "run": run, "run_index": int(run.split("-")[1]) if run else None, "step": step,
+               "per_gym": summarize(records), "protocol": protocol,
+               "knobs": {"env": {g: snapshot.knobs["env"][g] for g in gyms},
+                         "user": {g: snapshot.knobs.get("user", {}).get(g) for g in gyms}},
+               "wall": {"refused": list(refused or [])}, "wall_s": round(time.time() - t0, 2),
+               "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    spec = EvalSpec(**{**spec.__dict__, "split": split})
+    return write_results(Path(out_root) / eval_id(spec, run, step, model), records, summary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n")[0])
+    p.add_argument("--bench", required=True)
+    p.add_argument("--split", default="test")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--episodes", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--out-root", required=True, help="the experiment's eval/ folder")
+    p.add_argument("--checkpoint", default=None)
+    p.add_argument("--run", default=None)
+    p.add_argument("--step", type=int, default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("--wall", action="append", default=[], help="a path never to open")
+    p.add_argument("--no-progress", action="store_true")
+    a = p.parse_args(argv)
+    if (a.checkpoint is None) == (a.model is None):
+        p.error("give exactly one of --checkpoint and --model")
+    ckpt = Path(a.checkpoint).resolve() if a.checkpoint else None
+    refused: list[str] = []
+    allowed = [ckpt, ckpt.parent.parent / "config.json"] if ckpt else []
+    install_wall([Path(w) for w in a.wall], allowed, refused)
+    spec = EvalSpec(bench=a.bench, split=a.split, seed=a.seed, episodes=a.episodes,
+                    batch_size=a.batch_size, device=a.device)
+    try:
+        out = evaluate(spec, Path(a.out_root), checkpoint=ckpt, model=a.model, run=a.run,
+                       step=a.step, refused=refused, show_progress=not a.no_progress)
+    except (EvalError, ValueError, FileNotFoundError) as exc:
+        print(f"evaluate: {exc}", file=sys.stderr)
+        return 2
+    summary = json.loads((out / "summary.json").read_text())
+    for gym, s in summary["per_gym"].items():
+        print(f"{gym:>10}: score {s['score']:.3f}  success {s['success']:.3f}  n={s['n']}")
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
