@@ -20,9 +20,10 @@ import torch
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean of x where mask is 1; 0 when the mask is empty. x, mask: same shape."""
-    mask = mask.to(x.dtype)
-    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+    """Mean of x where mask is 1; 0 when the mask is empty. x, mask: same shape.
+    `where`, not `x * mask`, so an inf/nan at a masked position cannot leak in (inf * 0 = nan)."""
+    picked = torch.where(mask.bool(), x, torch.zeros_like(x))
+    return picked.sum() / mask.to(x.dtype).sum().clamp(min=1.0)
 
 
 def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -33,7 +34,7 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> tor
     n = mask.sum()
     if n > 1:                                   # unbiased variance, as verl's masked_var
         var = var * n / (n - 1)
-    return (x - mean) * torch.rsqrt(var + eps) * mask
+    return torch.where(mask.bool(), (x - mean) * torch.rsqrt(var + eps), torch.zeros_like(x))
 
 
 def turn_first_index(turn_ids: torch.Tensor, num_turns: int) -> torch.Tensor:

@@ -105,3 +105,36 @@ KNOBS = {"agent": {"entropy_coeff": 0.001, "kl_loss_coef": 0.001, "lr_multiplier
          "user": {"toy": {"strategy_mix": 0.5}},
          "reward": {"default_scale": 1.0, "per_gym_scale": {"toy": 1.0},
                     "turn_reward_clip": {"min": -1.0, "max": 2.0}, "modules": {}}}
+
+
+def write_run(run_dir, *, workspace_dir=None, repo=None, overrides=None, model_dir=None,
+              bench=None) -> "object":
+    """Write config.json of a small CPU run on this toy bench (or `bench`); returns the Config."""
+    import json
+    from pathlib import Path
+
+    from training.config import resolve
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    base = {"model.path": str(model_dir), "rollout.response_length": 6, "rollout.max_turns": 3,
+            "trainer.total_steps": 2, "trainer.save_freq": 0, "trainer.heartbeat_s": 0.5,
+            "trainer.threads": 1, "actor.optim.lr": 1e-3, "critic.optim.lr": 1e-3}
+    if repo is not None:
+        base["workspace.repo"] = str(repo)
+    if workspace_dir is not None:
+        base["workspace.dir"] = str(workspace_dir)
+    base.update(overrides or {})
+    cfg = resolve(bench or f"{Path(__file__).resolve()}:BENCH", "cpu", base)
+    (run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+    return cfg
+
+
+def write_workspace(folder, knobs=None):
+    import json
+    from pathlib import Path
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "knobs.json").write_text(json.dumps(knobs or KNOBS, indent=1))
+    return folder

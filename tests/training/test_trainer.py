@@ -1,0 +1,103 @@
+"""The trainer end to end with a tiny model: smoke run on a real gym, exact resume, run files."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from toy_env import write_run, write_workspace
+from training import checkpoint, metrics
+from training.trainer import Trainer
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+# DESIGN.md, "The trainer subprocess": metric names every step must carry
+DESIGN_METRICS = ["reward/mean", "episode/turns", "episode/question_rate", "user/leak_rate",
+                  "user/symbolic_frac", "actor/entropy", "actor/approx_kl", "actor/clipfrac",
+                  "actor/pg_loss", "critic/value_loss", "critic/explained_var", "kl/ref",
+                  "perf/step_s", "perf/rollout_tokens_per_s", "perf/update_tokens_per_s",
+                  "workspace/commit"]
+TURN_KEYS = {"turn", "agent", "user", "reward", "revealed_facts", "leaked_facts",
+             "asked_question", "answered", "rule_id", "tool_calls"}
+
+
+def _params(sd: dict, prefix: str = "") -> dict[str, torch.Tensor]:
+    return {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+
+
+def test_smoke_two_steps_on_colbench(tmp_path, tiny_model_dir):
+    """Two PPO steps on a real gym change policy and critic and write every run file."""
+    from transformers import AutoModelForCausalLM
+
+    run = tmp_path / "run"
+    write_run(run, workspace_dir=PROJECT / "workspace", model_dir=tiny_model_dir,
+              bench="colbench", overrides={"trainer.save_freq": 2})
+    trainer = Trainer(run)
+    assert trainer.run() == 0
+    rows = list(metrics.read_lines(run / "metrics.jsonl"))
+    assert [r["step"] for r in rows] == [1, 2]
+    for name in DESIGN_METRICS + ["reward/colbench", "success/colbench"]:
+        assert name in rows[-1], name
+    assert any(k.startswith("reward/colbench/") for k in rows[-1])     # user-arm split
+    events = [e["event"] for e in metrics.read_lines(run / "events.jsonl")]
+    assert events[0] == "started" and "checkpoint" in events and events[-1] == "finished"
+    ckpt = checkpoint.latest(run / "checkpoints")
+    assert ckpt is not None and ckpt.name == "step-000002"
+    episodes = list(metrics.read_lines(run / "trajectories" / "step-000002.jsonl"))
+    assert len(episodes) == trainer.cfg.episodes_per_step
+    for ep in episodes:
+        assert {"gym", "task_id", "user_arm", "turns", "score", "success", "truncated"} <= set(ep)
+        assert ep["turns"] and TURN_KEYS <= set(ep["turns"][0])
+    initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
+    saved = torch.load(ckpt / "policy.pt", weights_only=False)
+    changed = [k for k in initial if not torch.equal(initial[k], saved[k])]
+    assert changed, "policy parameters did not change"
+    critic = _params(torch.load(ckpt / "critic.pt", weights_only=False), "backbone.")
+    base = _params(initial, "model.")
+    assert any(not torch.equal(base[k], critic[k]) for k in base), "critic backbone unchanged"
+
+
+def test_resume_matches_uninterrupted(tmp_path, tiny_model_dir):
+    """Stop after step 3, resume to 5 == run straight to 5 (same seeds).
+
+    Tolerance: exact equality of every parameter (CPU, same thread count, every step reseeded
+    from (seed, step) and the RNG states restored); metrics compared to 1e-9.
+    """
+    ws = write_workspace(tmp_path / "ws")
+    over = {"trainer.total_steps": 5, "trainer.save_freq": 0}
+    write_run(tmp_path / "a", workspace_dir=ws, model_dir=tiny_model_dir, overrides=over)
+    write_run(tmp_path / "b", workspace_dir=ws, model_dir=tiny_model_dir, overrides=over)
+    assert Trainer(tmp_path / "a").run() == 0
+    assert Trainer(tmp_path / "b").run(stop_at=3) == 0
+    assert checkpoint.latest(tmp_path / "b" / "checkpoints").name == "step-000003"
+    # a torn line after the checkpoint (a crash mid-write) and a step past it must both go
+    with open(tmp_path / "b" / "metrics.jsonl", "a") as f:
+        f.write(json.dumps({"step": 4, "reward/mean": 123.0}) + "\n{\"step\": 5, \"rew")
+    resumed = Trainer(tmp_path / "b", resume=True)
+    assert resumed.step == 3
+    assert resumed.run() == 0
+    a = torch.load(checkpoint.latest(tmp_path / "a" / "checkpoints") / "policy.pt")
+    b = torch.load(checkpoint.latest(tmp_path / "b" / "checkpoints") / "policy.pt")
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    ca = torch.load(checkpoint.latest(tmp_path / "a" / "checkpoints") / "critic.pt")
+    cb = torch.load(checkpoint.latest(tmp_path / "b" / "checkpoints") / "critic.pt")
+    assert all(torch.equal(ca[k], cb[k]) for k in ca)
+    rows_a = list(metrics.read_lines(tmp_path / "a" / "metrics.jsonl"))
+    rows_b = list(metrics.read_lines(tmp_path / "b" / "metrics.jsonl"))
+    assert [r["step"] for r in rows_b] == [1, 2, 3, 4, 5]
+    for ra, rb in zip(rows_a, rows_b):
+        for key in ("reward/mean", "actor/pg_loss", "critic/value_loss", "actor/entropy"):
+            assert ra[key] == pytest.approx(rb[key], abs=1e-9), key
+
+
+def test_missing_model_is_one_sentence(tmp_path, tiny_model_dir):
+    from training.policy import ModelLoadError
+
+    ws = write_workspace(tmp_path / "ws")
+    write_run(tmp_path / "r", workspace_dir=ws, model_dir=tiny_model_dir,
+              overrides={"model.path": "nobody/no-such-model-xyz"})
+    with pytest.raises(ModelLoadError, match="huggingface-cli download nobody/no-such-model-xyz"):
+        Trainer(tmp_path / "r")
