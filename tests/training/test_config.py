@@ -1,0 +1,54 @@
+"""Config presets, round trip through config.json, one-sentence errors; JSON-lines files."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training import metrics
+from training.config import Config, ConfigError, resolve
+
+
+@pytest.mark.parametrize("bench,batch,lr,turns,mini", [("usergym", 64, 3e-7, 16, 4),
+                                                       ("colbench", 64, 3e-7, 10, 4),
+                                                       ("tau2", 32, 1e-6, 50, 2)])
+def test_appendix_c_presets(bench, batch, lr, turns, mini):
+    cfg = resolve(bench)
+    assert (cfg.data.train_batch_size, cfg.actor.optim.lr, cfg.rollout.max_turns) == (batch, lr, turns)
+    assert cfg.rollout.n == 5 and cfg.actor.ppo_mini_batch_size == 16
+    assert cfg.actor.ppo_micro_batch_size == mini
+    assert cfg.actor.kl_loss_coef == 0.001 and cfg.actor.entropy_coeff == 0.001
+
+
+def test_cpu_preset_is_small_and_round_trips(tmp_path):
+    cfg = resolve("UserGym", "cpu", {"trainer.total_steps": 7, "gyms": ["travel"]})
+    assert cfg.bench == "usergym" and cfg.episodes_per_step <= 8
+    assert cfg.rollout.response_length <= 64 and cfg.trainer.total_steps == 7
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg.to_dict()))
+    assert Config.load(path) == cfg
+    assert Config.load(path).gyms == ("travel",)
+
+
+def test_bad_configs_say_what_is_wrong(tmp_path):
+    with pytest.raises(ConfigError, match="'actor.optim.learning_rate'"):
+        Config.from_dict({"actor": {"optim": {"learning_rate": 1}}})
+    with pytest.raises(ConfigError, match="algorithm.gamma"):
+        resolve("usergym", overrides={"algorithm.gamma": 2.0})
+    with pytest.raises(ConfigError, match="unknown preset"):
+        resolve("usergym", "gpu-huge")
+    (tmp_path / "c.json").write_text("{oops")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        Config.load(tmp_path / "c.json")
+
+
+def test_jsonl_whole_lines_and_truncation(tmp_path):
+    path = tmp_path / "m.jsonl"
+    metrics.append_lines(path, [{"step": 1, "x": float("nan")}, {"step": 2}])
+    with open(path, "a") as f:
+        f.write('{"step": 3, "x"')                     # a torn last line
+    rows = list(metrics.read_lines(path))
+    assert rows == [{"step": 1, "x": None}, {"step": 2}]
+    metrics.append_line(path, {"step": 3})
+    assert metrics.truncate_after_step(path, 1) >= 1
+    assert [r["step"] for r in metrics.read_lines(path)] == [1]
