@@ -1,0 +1,42 @@
+"""A person's commit on main is judged within seconds while the watcher runs."""
+from __future__ import annotations
+
+import time
+
+from gate_testkit import knob_commit, make_experiment, ws_of
+from orchestrator.watcher import GateWatcher
+from orchestrator.workspace import LIVE_REF
+
+
+def wait_for(cond, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_person_commits_are_judged_within_seconds(tmp_path):
+    exp = make_experiment(tmp_path)
+    ws = ws_of(exp)
+    with GateWatcher(exp, poll_s=5.0) as watcher:        # file events, not the 5 s poll, wake it
+        t0 = time.monotonic()
+        good = knob_commit(ws, "agent.entropy_coeff", 0.002)
+        assert wait_for(lambda: ws.rev(LIVE_REF) == good), watcher.errors
+        assert time.monotonic() - t0 < 4.0
+        bad = knob_commit(ws, "env.travel.max_steps", 1)
+        assert wait_for(lambda: ws.main() != bad and ws.tree_of("main") == ws.tree_of(LIVE_REF))
+    assert [v.commit for v in watcher.judged] == [good, bad]
+    assert [v.verdict for v in watcher.judged] == ["accepted", "rejected"]
+    assert watcher.errors == []
+
+
+def test_polling_alone_catches_a_commit(tmp_path, monkeypatch):
+    exp = make_experiment(tmp_path)
+    ws = ws_of(exp)
+    import watchdog.observers
+    monkeypatch.setattr(watchdog.observers, "Observer", lambda: (_ for _ in ()).throw(OSError("no inotify")))
+    with GateWatcher(exp, poll_s=0.3):
+        good = knob_commit(ws, "agent.kl_loss_coef", 0.002)
+        assert wait_for(lambda: ws.rev(LIVE_REF) == good)
