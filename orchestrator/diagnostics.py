@@ -166,11 +166,11 @@ def knob_spec(schema: dict[str, Any] | None, dotted: str) -> dict[str, Any]:
     node = _schema_node(schema, dotted)
     spec = {k: node[k] for k in ("minimum", "maximum", "x-max-delta", "x-harder", "x-gyms")
             if k in node}
+    if node:                       # the schema knows this knob: it alone is the authority
+        return spec
     parts = dotted.split(".")
     generic = ".".join([parts[0], "*", *parts[2:]]) if len(parts) == 3 else dotted
-    for k, v in _FALLBACK_KNOBS.get(dotted, _FALLBACK_KNOBS.get(generic, {})).items():
-        spec.setdefault(k, v)
-    return spec
+    return dict(_FALLBACK_KNOBS.get(dotted, _FALLBACK_KNOBS.get(generic, {})))
 
 
 def load_workspace_knobs(workspace: Path | str) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -86,6 +87,8 @@ def build_prompt(ctx: SessionContext) -> str:
         f"Run logs (read-only): {ctx.run_dir} (metrics.jsonl, events.jsonl, trajectories/)",
         f"Experience pool (read; add findings as markdown files): {ctx.experience_dir or experience.pool_dir()}",
         f"Intervention ledger (read-only): {ctx.exp_dir / 'ledger.jsonl'}",
+        f"Skill scripts: {sys.executable} {ctx.skill_path.parent / 'scripts'}/<summarize|diagnose|"
+        f"knobs|effects>.py (see the skill for their arguments)",
         "Follow the skill's instructions. Make at most one focused intervention, commit it with "
         "`Why:` and `Expect:` lines, or make none when nothing needs fixing.",
         "",

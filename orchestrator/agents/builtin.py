@@ -128,7 +128,7 @@ class Planner:
         good = [c for c in ckpts if first_bad is None or int(c.split("-")[1]) < first_bad]
         req: dict[str, Any] = {"action": "resume", "from_checkpoint": good[-1]} if good and first_bad \
             else {"action": "restart"}
-        req.update({"why": f.message, "run": run_dir.name})
+        req["why"] = f"{run_dir.name}: {f.message}"       # the gate allows action, from_checkpoint, why
         return Intervention(f"Request a {req['action']} of {run_dir.name} after {f.kind}",
                             f"{f.message} The run cannot recover in place.",
                             "a new run from the carried workspace; reward/mean finite again.",

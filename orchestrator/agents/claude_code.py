@@ -43,7 +43,7 @@ def permissions(ctx: base.SessionContext) -> tuple[list[str], list[str]]:
              f"Read({_abs(ctx.skill_path.parent)}/**)",
              f"Read({_abs(pool)}/**)", f"Edit({_abs(pool)}/**)",
              *[f"Bash(git {verb}:*)" for verb in ("status", "diff", "log", "add", "commit", "show")],
-             f"Bash({sys.executable} {scripts}/:*)"]
+             f"Bash({sys.executable} {scripts}/*)", f"Bash(python {scripts}/*)"]
     deny = [f"Read({_abs(ctx.exp_dir)}/eval/**)", f"Edit({_abs(ctx.exp_dir)}/eval/**)",
             f"Edit({_abs(ws)}/.git/**)", "Bash(git push:*)", "Bash(git reset:*)",
             "Bash(git checkout:*)", "Bash(git rebase:*)", "WebFetch", "WebSearch"]

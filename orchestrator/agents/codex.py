@@ -29,7 +29,7 @@ def build_argv(ctx: base.SessionContext, last_message: str) -> list[str]:
     prompt = (f"{skill}\n\n---\n\n{ctx.prompt}\nYou cannot run git commit here: leave your edits in "
               "the workspace and end with the commit message (subject, `Why:` and `Expect:` lines) "
               "as your last message.\n")
-    return argv + [prompt]
+    return argv + ["--", prompt]        # the skill opens with "---": keep it from reading as a flag
 
 
 def run(ctx: base.SessionContext) -> base.SessionResult:

@@ -76,3 +76,27 @@ def test_summary_reports_trends_and_samples(tmp_path):
     assert summary["steps"] == 20
     assert summary["trends"]["reward/mean"]["first"] < summary["trends"]["reward/mean"]["last"]
     assert len(summary["sample_failures"]) == 2 and math.isclose(summary["trends"]["reward/mean"]["latest"], 1.0)
+
+
+def test_skill_scripts_print_what_the_builtin_agent_sees(tmp_path):
+    import subprocess
+    run = write_run(tmp_path / "run-001", 20, episodes_fn=lambda s, r: [
+        episode("colbench", deadlock=True, first=f"q{i}") for i in range(4)])
+    scripts = ROOT / "skills" / "eau" / "scripts"
+    out = subprocess.run([sys.executable, str(scripts / "diagnose.py"), str(run)], capture_output=True,
+                         text=True, check=True, cwd=tmp_path).stdout
+    assert [f["kind"] for f in json.loads(out)] == [f.kind for f in diagnostics.diagnose(run)] == ["deadlock"]
+    out = subprocess.run([sys.executable, str(scripts / "knobs.py"), str(ROOT / "workspace"), "--json",
+                          "--gym", "colbench"], capture_output=True, text=True, check=True).stdout
+    assert {r["knob"] for r in json.loads(out)} >= {"env.colbench.min_questions", "agent.entropy_coeff"}
+    out = subprocess.run([sys.executable, str(scripts / "summarize.py"), str(run)], capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out)["steps"] == 20
+
+
+def test_skill_file_has_frontmatter_and_names_the_gate_rules():
+    text = (ROOT / "skills" / "eau" / "SKILL.md").read_text()
+    head = text.split("---")[1]
+    assert "name: eau" in head and "description:" in head
+    for needle in ("Why:", "Expect:", "x-max-delta", "0.80", "control.json", "experience", "eval/"):
+        assert needle in text
