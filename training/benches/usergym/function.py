@@ -13,7 +13,7 @@ integers). info["predicates"] lists those that fired. env.function.max_repeated_
 probed more often than 1 + max_repeated_probes times is refused (no output).
 
 Task data: facts are hints about the function, Fact(kind="hint"); `data` = {"rule": str (a Python
-expression in a, b, c, d with + - * / and **2), "test_case": [4 ints], "expected": float}.
+expression in a, b, c, d with + - * / and **), "test_case": [4 ints], "expected": float}.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ class BadRule(ValueError):
 
 
 def evaluate(rule: str, args: list[float]) -> float:
-    """Evaluate `rule` at (a, b, c, d) = args with + - * / and squaring only; raises ZeroDivisionError."""
+    """Evaluate `rule` at (a, b, c, d) = args with + - * / and powers; raises ZeroDivisionError
+    (also for a power that is undefined, complex or too large)."""
     env = dict(zip("abcd", args))
 
     def ev(node):
@@ -46,16 +47,24 @@ def evaluate(rule: str, args: list[float]) -> float:
             return ev(node.body)
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and \
-                isinstance(node.right, ast.Constant) and node.right.value == 2:
-            return ev(node.left) ** 2
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            base, exp = ev(node.left), ev(node.right)
+            if abs(exp) > 64 or (base == 0 and exp < 0):   # UserRL's rules raise inputs to inputs
+                raise ZeroDivisionError("undefined power")
+            try:
+                value = base ** exp
+            except OverflowError:
+                raise ZeroDivisionError("overflow") from None
+            if isinstance(value, complex):
+                raise ZeroDivisionError("complex power")
+            return float(value)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         if isinstance(node, ast.Name) and node.id in env:
             return float(env[node.id])
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
             return float(node.value)
-        raise BadRule(f"function rule {rule!r}: only a, b, c, d, numbers, + - * / and **2 are allowed.")
+        raise BadRule(f"function rule {rule!r}: only a, b, c, d, numbers, + - * / and ** are allowed.")
 
     try:
         tree = ast.parse(rule.replace("^", "**"), mode="eval")

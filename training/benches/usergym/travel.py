@@ -9,8 +9,8 @@ in another city.
 
 Reward (UserRL's TravelGym semantics): per aspect the best recommendation so far scores 1.0 (best)
 or 0.8 (acceptable); a recommendation pays the rise of the mean over aspects of those scores;
-preference elicitation is rewarded: a question that touches a preference not touched before pays
-0.1 per such preference (matched at the gym's fixed threshold). Per-turn rewards are clipped to
+preference elicitation is rewarded: a question that names a preference not named before (both its
+aspect and its attribute, e.g. "parking at the hotel?") pays 0.1 per such preference. Per-turn rewards are clipped to
 [0, 1]. The episode ends when every aspect has its best option; success = every aspect at least
 acceptable; score = the mean over aspects.
 
@@ -28,7 +28,7 @@ import re
 
 from training.benches.base import Fact, Task
 from training.benches.usergym.common import Outcome, UserGymEnv
-from training.users.symbolic import is_question
+from training.users.symbolic import is_question, match_facts
 
 GYM = "travel"
 FACT_KINDS = frozenset({"preference"})
@@ -97,7 +97,7 @@ class TravelEnv(UserGymEnv):
         elif act == "answer":
             out = self._recommend(content)
         else:
-            new = [f for f in self.matched(content) if f.id not in self.elicited]
+            new = [f for f, _ in match_facts(content, self.task.facts, 1.0) if f.id not in self.elicited]
             self.elicited.update(f.id for f in new)
             out = Outcome(reward=ELICIT_PAY * len(new), to_user=True, info={"elicited": [f.id for f in new]})
         asked = act == "action" and is_question(content)

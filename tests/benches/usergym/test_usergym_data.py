@@ -1,0 +1,76 @@
+"""The shipped tasks (counts, schema, fact kinds, reproducible from the seed) and the loader of
+UserRL's real files (every real task loads; the runnable ones run)."""
+from __future__ import annotations
+
+import collections
+import json
+
+import pytest
+
+from training.benches.usergym import BENCH, MODULES, UnknownGym
+from training.benches.usergym.common import DATA_DIR, task_to_json
+from training.benches.usergym.generate import build
+from training.users.symbolic import UnknownFactKind, check_kinds
+from usergym_helpers import snapshot
+
+
+@pytest.mark.parametrize("gym", BENCH.gyms)
+def test_each_gym_ships_enough_tasks_with_declared_fact_kinds(gym):
+    train, test = BENCH.load_tasks("train", [gym]), BENCH.load_tasks("test", [gym])
+    assert len(train) >= 100 and len(test) >= 30
+    ids = [t.id for t in train + test]
+    assert len(set(ids)) == len(ids)
+    kinds = {f.kind for t in train + test for f in t.facts}
+    assert kinds == set(MODULES[gym].FACT_KINDS)
+    assert all(t.gym == gym and t.prompt and t.facts for t in train + test)
+    check_kinds(sorted(kinds), train)
+
+
+@pytest.mark.parametrize("gym", ["intention", "function"])
+def test_shipped_files_are_what_the_seeded_generator_writes(gym):
+    for split, tasks in build(gym, seed=0).items():
+        lines = (DATA_DIR / gym / f"{split}.jsonl").read_text().splitlines()
+        assert lines == [json.dumps(task_to_json(t), sort_keys=True) for t in tasks]
+
+
+def test_persuade_test_claims_are_unseen_in_training():
+    claims = lambda split: {t.data["claim"] for t in BENCH.load_tasks(split, ["persuade"])}
+    assert not claims("train") & claims("test")
+
+
+def test_withholding_a_kind_the_data_lacks_is_refused_for_the_bench():
+    with pytest.raises(UnknownFactKind, match="shape"):
+        check_kinds(["shape"], BENCH.load_tasks("train"))
+
+
+def test_unknown_gym_is_one_clear_error():
+    with pytest.raises(UnknownGym, match="choose from"):
+        BENCH.load_tasks("train", ["search"])
+
+
+def test_userrl_files_load_every_task(benchdata):
+    import pyarrow.parquet as pq
+    from training.benches.usergym.userrl import PARQUET
+    for split in ("train", "test"):
+        tasks = BENCH.load_tasks(split, data_dir=benchdata)
+        counts = collections.Counter(t.gym for t in tasks)
+        for gym, folder in PARQUET.items():
+            path = benchdata / "userrl" / "data" / folder / f"{split}.parquet"
+            assert counts.get(gym, 0) == (pq.read_metadata(path).num_rows if path.exists() else 0)
+        snap = snapshot()
+        for task in tasks:
+            if task.data["runnable"]:
+                env = BENCH.make_env(task, snap, seed=0)
+                env.reset()
+                assert 0.0 <= env.step("[action] Is it big?")[1] <= 1.0
+            else:
+                with pytest.raises(ValueError, match="cannot be run offline"):
+                    BENCH.make_env(task, snap, seed=0)
+
+
+def test_userrl_function_tasks_score_with_the_pool_answer(benchdata):
+    task = BENCH.load_tasks("test", ["function"], data_dir=benchdata)[0]
+    env = BENCH.make_env(task, snapshot(), seed=0)
+    env.reset()
+    _, r, terminated, _, info = env.step(f"[answer] {task.data['expected']}")
+    assert r == 1.0 and info["success"]
