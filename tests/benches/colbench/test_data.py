@@ -87,3 +87,16 @@ def test_loader_errors_name_the_file_and_line(tmp_path):
     with pytest.raises(data.TaskFileError, match="unknown split"):
         data.load_tasks("dev")
     assert data.load_tasks("train", gyms=["travel"]) == []
+
+
+def test_hidden_details_decide_the_tests():
+    """A correct solution of a sibling task (same family and description style, other hidden
+    details) must not pass: the tests check what only the collaborator knows."""
+    first = {}
+    for t in data.load_tasks("train"):
+        first.setdefault(t.data["family"], t)
+    cache = ReferenceCache()
+    for t in data.load_tasks("test")[::3]:
+        sibling = first[t.data["family"]].data["ground_truth"]
+        s = score_answer(t, sibling, cache=cache)
+        assert not s.success and s.pass_rate < 1.0, t.id
