@@ -97,7 +97,8 @@ def load_db(domain: str, path: str | Path | None = None, *, user: bool = False) 
         path = d.folder / "db.json"
     p = Path(path)
     if not p.is_file():
-        raise Tau2DataError(f"{domain} database file {p} not found.")
+        raise Tau2DataError(f"{domain} database file {p} not found: put tau2-bench's {p.name} "
+                            f"there to run these tasks.")
     return pickle.loads(_normalized(domain, str(p.resolve()), p.stat().st_mtime, user))
 
 

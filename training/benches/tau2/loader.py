@@ -74,7 +74,10 @@ def load_domain_tasks(domain_dir: str | Path, domain: str, split: str | None = N
     raw_tasks = read_json(tasks_path)
     if not isinstance(raw_tasks, list):
         raise Tau2DataError(f"{tasks_path} must hold a JSON list of tasks.")
-    db = next((domain_dir / n for n in ("db.json", "db.toml") if (domain_dir / n).is_file()), None)
+    # a missing database (tau2-bench's airline db.json is not always at hand) stays a path that
+    # does not exist: the task loads, and running it says which file is missing
+    db = next((domain_dir / n for n in ("db.json", "db.toml") if (domain_dir / n).is_file()),
+              domain_dir / "db.json")
     user_db = domain_dir / "user_db.toml"
     splits = load_split_ids(domain_dir)
     policy = load_policy(domain_dir)
@@ -87,7 +90,7 @@ def load_domain_tasks(domain_dir: str | Path, domain: str, split: str | None = N
         if split is not None and task_split != split:
             continue
         tasks.append(task_from_tau2(raw, domain, task_split, policy=policy,
-                                    db=str(db) if db else None,
+                                    db=str(db),
                                     user_db=str(user_db) if user_db.is_file() else None))
     return tasks
 
