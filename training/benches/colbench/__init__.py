@@ -21,6 +21,7 @@ from training.benches.base import Task
 from training.benches.colbench import data
 from training.benches.colbench.env import GYM, ColBenchEnv
 from training.benches.colbench.scorer import score_answer, score_many
+from training.benches.colbench.spec import FACT_KINDS
 from training.users.mixture import episode_user
 from training.users.symbolic import CompiledRules, SymbolicUser, UnknownFactKind, compile_rules
 
@@ -94,7 +95,7 @@ class _ColBench:
     load_tasks = staticmethod(data.load_tasks)
     make_env = staticmethod(make_env)
     system_prompt = staticmethod(system_prompt)
-    fact_kinds = staticmethod(known_fact_kinds)
+    fact_kinds = frozenset(FACT_KINDS)        # as UserGym's BENCH.fact_kinds: what the data has
     check_withhold = staticmethod(check_withhold)
     score_answer = staticmethod(score_answer)
     score_many = staticmethod(score_many)
