@@ -132,6 +132,8 @@ def resolve_target(target: str | None, model: str | None, runs_dir: str | None) 
 
 
 def _bench_of(exp_root: Path, given: str | None) -> str:
+    if given and ":" in given:          # "module:ATTR" of an object with the BENCH API (tests)
+        return given
     if given:
         bench = given.strip().lower().replace("-", "").replace("_", "")
         bench = {"usergym": "usergym", "colbench": "colbench", "tau2": "tau2",

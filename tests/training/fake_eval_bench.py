@@ -5,9 +5,13 @@ user.travel); its `eval_protocol` fixes 3 turns, where the pristine workspace sa
 tell which settings an evaluation used. The score depends on what the policy wrote (distinct
 characters), so a different checkpoint or seed gives different numbers; the user's reply quotes
 the user knobs it was given (facts_per_reply) so a poisoned workspace would show in transcripts.
+With FAKE_EVAL_PEEK=PATH set, make_env reads PATH: a bench that peeks where it must not.
 """
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
 from types import SimpleNamespace
 
 from training.benches.base import Fact, Task, TextEnv, UserReply, UserState
@@ -58,7 +62,30 @@ def load_tasks(split: str, gyms=None, data_dir=None) -> list[Task]:
 
 
 def make_env(task: Task, snapshot, *, seed: int, llm=None) -> TextEnv:
+    peek = os.environ.get("FAKE_EVAL_PEEK")     # a bench that (wrongly) reads a walled path
+    if peek:
+        Path(peek).read_text()
     return FakeTravelEnv(task, snapshot.knobs, EchoUser(), seed=seed)
+
+
+def make_checkpoint(exp: Path, model_dir: Path, *, step: int = 2, noise: float = 0.5) -> Path:
+    """runs/NAME/run-001 with config.json naming the base model and one checkpoint whose policy
+    weights are the base model's plus seeded noise (so it writes differently from the base)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    run = exp / "run-001"
+    ckpt = run / "checkpoints" / f"step-{step:06d}"
+    ckpt.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"model": {"path": str(model_dir),
+                                                           "lora_rank": 0}}))
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    gen = torch.Generator().manual_seed(123)
+    state = {k: v + noise * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
+             for k, v in model.state_dict().items()}
+    torch.save(state, ckpt / "policy.pt")
+    (ckpt / "state.json").write_text(json.dumps({"step": step}))
+    return ckpt
 
 
 BENCH = SimpleNamespace(

@@ -12,29 +12,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tests.training.fake_eval_bench import make_checkpoint  # noqa: E402
 from training import evaluate as ev  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = "tests.training.fake_eval_bench:BENCH"
-
-
-def make_checkpoint(exp: Path, model_dir: Path, *, step: int = 2, noise: float = 0.5) -> Path:
-    """runs/NAME/run-001 with config.json naming the base model and one checkpoint whose policy
-    weights are the base model's plus seeded noise (so it writes differently from the base)."""
-    from transformers import AutoModelForCausalLM
-
-    run = exp / "run-001"
-    ckpt = run / "checkpoints" / f"step-{step:06d}"
-    ckpt.mkdir(parents=True)
-    (run / "config.json").write_text(json.dumps({"model": {"path": str(model_dir),
-                                                           "lora_rank": 0}}))
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    gen = torch.Generator().manual_seed(123)
-    state = {k: v + noise * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
-             for k, v in model.state_dict().items()}
-    torch.save(state, ckpt / "policy.pt")
-    (ckpt / "state.json").write_text(json.dumps({"step": step}))
-    return ckpt
 
 
 def _run(ckpt: Path | None, out: Path, *, seed: int = 0, model: str | None = None,
