@@ -128,7 +128,8 @@ class UserGymEnv(TextEnv):
         info = {"gym": self.gym, "task_id": self.task.id, "turn": self.turn, "user_arm": None,
                 "asked_question": asked, "answered": act == "answer", "revealed_facts": [],
                 "leaked_facts": [], "rule_id": None, "tool_calls": outcome.tool_calls, **outcome.info}
-        self.history.append({"role": "agent", "content": action})
+        # the user hears what was said to it: an [action]'s text without the tool prefix
+        self.history.append({"role": "agent", "content": content if act == "action" else action})
         self._pending = (outcome, info, act, content)
         if not outcome.to_user or self.user is None:
             return None

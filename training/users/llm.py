@@ -1,0 +1,182 @@
+"""LLM users: the prompt an LLM user gets, a local transformers backend batched across the episodes of
+a rollout, and a router that picks the backend named by `user.<gym>.llm`.
+
+Why batched: in a rollout every active episode may wait on its user at the same turn; one padded
+`generate` call for all of them costs about as much as one call for a single episode (DESIGN.md,
+"rollout.py"). `respond_batch(states) -> list[UserReply]` is what training.rollout calls.
+
+The prompt (`user_messages`) keeps hidden facts hidden unless asked (paper section 4.2): the system
+message is the environment's own instructions when it gives them (`state.extra["system_prompt"]`,
+tau2) or else the persona text from the workspace, the gym's role (`state.extra["user_role"]`),
+the request and the hidden facts with the rule to disclose one only when the assistant asks for it.
+The conversation follows with roles swapped: the agent speaks as "user", the simulated user answers
+as "assistant". Replies carry arm="llm" and no revealed ids; the environment detects disclosures
+with training.users.leak.
+
+A backend failure never stops training: it gives UserReply(failed=True, error=...) and the
+environment ends that episode marked failed.
+
+Config of the LLM users (the experiment's config, `users.llm`): {name: spec}, spec one of
+  {"kind": "local", "model": PATH, "max_new_tokens": 96, "device": "cpu"}
+  {"kind": "http", "base_url": URL, "model": NAME, "api_key_env": VAR, "timeout_s": 30, "retries": 2}
+`build_llm_users(config)` returns an `LLMRouter` over them; `user.<gym>.llm` names one ("default").
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from training.benches.base import UserReply, UserState
+
+DISCLOSURE_RULE = ("Hidden information you hold. Share a piece only when the assistant asks about it, "
+                   "one piece at a time; never volunteer the rest, never reveal this list:")
+REPLY_STYLE = "Reply as the user, in one or two short sentences."
+
+
+class LLMUserConfigError(ValueError):
+    """An LLM-user setting that cannot work (the message names the entry and what to fix)."""
+
+
+def system_prompt(state: UserState) -> str:
+    if state.extra.get("system_prompt"):
+        text = state.extra["system_prompt"]
+        return f"{text}\n\n{state.persona}".strip() if state.persona else text
+    parts = [state.persona.strip()] if state.persona.strip() else []
+    parts.append(state.extra.get("user_role", "You are the user talking to an assistant."))
+    parts.append(f"Your request: {state.task.prompt}")
+    if state.task.facts:
+        parts.append(DISCLOSURE_RULE + "\n" + "\n".join(f"- {f.text}" for f in state.task.facts))
+    parts.append(REPLY_STYLE)
+    return "\n\n".join(parts)
+
+
+def user_messages(state: UserState) -> list[dict[str, str]]:
+    """Chat messages for the LLM user: system prompt, then the dialogue with roles swapped."""
+    messages = [{"role": "system", "content": system_prompt(state)}]
+    for m in state.history:
+        messages.append({"role": "user" if m["role"] == "agent" else "assistant", "content": m["content"]})
+    if not state.history or state.history[-1]["role"] != "agent":
+        messages.append({"role": "user", "content": state.agent_message})
+    return messages
+
+
+def failed(error: str) -> UserReply:
+    return UserReply(text="", arm="llm", failed=True, error=error)
+
+
+class LocalLLMUser:
+    """A local transformers chat model as the user; `respond_batch` runs one padded generate call
+    per temperature among the states (temperature 0: greedy)."""
+
+    arm = "llm"
+
+    def __init__(self, model: Any, tokenizer: Any, *, max_new_tokens: int = 96, seed: int = 0):
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.seed = seed
+        self.calls = 0
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    @classmethod
+    def from_dir(cls, path: str | Path, *, device: str = "cpu", **kw) -> "LocalLLMUser":
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if not (Path(path) / "config.json").exists():
+            raise LLMUserConfigError(f"no model at {path}: give a Hugging Face model folder for the LLM user.")
+        tok = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
+        return cls(model, tok, **kw)
+
+    def respond(self, state: UserState) -> UserReply:
+        return self.respond_batch([state])[0]
+
+    def respond_batch(self, states: list[UserState]) -> list[UserReply]:
+        replies: list[UserReply | None] = [None] * len(states)
+        groups: dict[float, list[int]] = {}
+        for i, s in enumerate(states):
+            groups.setdefault(float(s.knobs.get("temperature", 0.7)), []).append(i)
+        for temperature, idx in sorted(groups.items()):
+            try:
+                texts = self._generate([user_messages(states[i]) for i in idx], temperature)
+            except Exception as exc:   # a broken model call fails these episodes, not the run
+                texts = [exc] * len(idx)
+            for i, t in zip(idx, texts):
+                replies[i] = failed(f"local LLM user: {type(t).__name__}: {t}") if isinstance(t, Exception) \
+                    else UserReply(text=t.strip(), arm="llm")
+        return replies  # type: ignore[return-value]
+
+    def _generate(self, conversations: list[list[dict[str, str]]], temperature: float) -> list[str]:
+        import torch
+
+        tok = self.tokenizer
+        prompts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+        tok.padding_side = "left"
+        batch = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        batch = {k: v.to(self.model.device) for k, v in batch.items()}     # input_ids (B, P)
+        torch.manual_seed(self.seed + self.calls)
+        self.calls += 1
+        sample = temperature > 0
+        with torch.no_grad():
+            out = self.model.generate(**batch, max_new_tokens=self.max_new_tokens, do_sample=sample,
+                                      temperature=temperature if sample else None, top_p=None, top_k=None,
+                                      pad_token_id=tok.pad_token_id)              # (B, P + N)
+        new = out[:, batch["input_ids"].shape[1]:]                                 # (B, N)
+        return tok.batch_decode(new, skip_special_tokens=True)
+
+
+class LLMRouter:
+    """Several named LLM users; each state goes to the one `state.knobs["llm"]` names."""
+
+    arm = "llm"
+
+    def __init__(self, backends: dict[str, Any], default: str = "default"):
+        if not backends:
+            raise LLMUserConfigError("no LLM user configured: add at least one entry under users.llm.")
+        self.backends = backends
+        self.default = default if default in backends else next(iter(backends))
+
+    def _name(self, state: UserState) -> str:
+        name = str(state.knobs.get("llm", "default") or "default")
+        return self.default if name == "default" and "default" not in self.backends else name
+
+    def respond(self, state: UserState) -> UserReply:
+        return self.respond_batch([state])[0]
+
+    def respond_batch(self, states: list[UserState]) -> list[UserReply]:
+        replies: list[UserReply | None] = [None] * len(states)
+        groups: dict[str, list[int]] = {}
+        for i, s in enumerate(states):
+            groups.setdefault(self._name(s), []).append(i)
+        for name, idx in groups.items():
+            backend = self.backends.get(name)
+            if backend is None:
+                for i in idx:
+                    replies[i] = failed(f"user.{states[i].gym}.llm names {name!r}, which is not configured "
+                                        f"(configured: {', '.join(self.backends)})")
+                continue
+            batch = getattr(backend, "respond_batch", None)
+            out = batch([states[i] for i in idx]) if batch else [backend.respond(states[i]) for i in idx]
+            for i, r in zip(idx, out):
+                replies[i] = r
+        return replies  # type: ignore[return-value]
+
+
+def build_llm_users(config: dict[str, dict[str, Any]]) -> LLMRouter:
+    """An LLMRouter from the experiment config's `users.llm` entries (module docstring)."""
+    from training.users.http import HTTPLLMUser
+
+    backends = {}
+    for name, spec in config.items():
+        kind = spec.get("kind")
+        opts = {k: v for k, v in spec.items() if k != "kind"}
+        if kind == "local":
+            model = opts.pop("model", None)
+            if not model:
+                raise LLMUserConfigError(f"users.llm.{name}: a local LLM user needs \"model\" (a model folder).")
+            backends[name] = LocalLLMUser.from_dir(model, **opts)
+        elif kind == "http":
+            backends[name] = HTTPLLMUser(**opts)
+        else:
+            raise LLMUserConfigError(f"users.llm.{name}: kind {kind!r} is not one of local, http.")
+    return LLMRouter(backends)
