@@ -18,14 +18,13 @@ Quirks worked around (cited where they are handled):
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
 
 from orchestrator.errors import UserError
 
@@ -37,6 +36,7 @@ GATE_IDENTITY = ("EAU gate", "gate@eau.local")
 AGENT_EMAIL_SUFFIX = "@agents.eau"
 SYMLINK_MODE = 0o120000
 SUBMODULE_MODE = 0o160000
+_HEX40 = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -67,17 +67,40 @@ def identity_env(name: str, email: str) -> dict[str, str]:
             "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
 
+class GitError(RuntimeError):
+    """A git command failed (not the user's fault as far as we know)."""
+
+    def __init__(self, args: list[str], returncode: int, stderr: str):
+        super().__init__(f"{' '.join(args[:3])} failed ({returncode}): {stderr.strip()[:500]}")
+        self.returncode, self.stderr = returncode, stderr
+
+
 class Workspace:
-    """A workspace repository (non-bare, `main` checked out where agents edit)."""
+    """A workspace repository (non-bare, `main` checked out where agents edit).
+
+    Plain git plumbing through subprocess: a git hook runs this module in a fresh process, and
+    importing GitPython there costs more than the few commands it needs (benchmarks/gate_bench.py).
+    `repo` gives a GitPython `Repo` to callers that want one."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path).resolve()
-        try:
-            self.repo = git.Repo(self.path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        lines: list[str] = []
+        if self.path.is_dir():
+            top = subprocess.run(["git", "rev-parse", "--show-toplevel", "--absolute-git-dir"],
+                                 cwd=self.path, capture_output=True, text=True)
+            lines = top.stdout.splitlines() if top.returncode == 0 else []
+        # rev-parse also answers inside a sub-folder of another repository: insist on the top.
+        if len(lines) < 2 or Path(lines[0]).resolve() != self.path:
             raise UserError(f"{self.path} is not a git repository: pass a folder made with "
-                            f"`git init`, or leave --workspace out to seed a new one.") from None
-        self.git_dir = Path(self.repo.git_dir).resolve()
+                            f"`git init`, or leave --workspace out to seed a new one.")
+        self.git_dir = Path(lines[1]).resolve()
+        self._trees: dict[str, str] = {}
+        self._files: dict[str, dict[str, tuple[int, str]]] = {}
+
+    @property
+    def repo(self):
+        import git                    # GitPython, for callers that want its object model
+        return git.Repo(self.path)
 
     # -- creation -----------------------------------------------------------------------------
     @classmethod
@@ -109,18 +132,23 @@ class Workspace:
     def run(self, *args: str, env: dict | None = None, input: str | None = None,
             check: bool = True) -> str:
         """Run one git command in this repository; returns stdout (stripped of the final newline)."""
+        return self._run(list(args), env, input.encode() if input is not None else None,
+                         check).decode(errors="replace").rstrip("\n")
+
+    def _run(self, args: list[str], env: dict | None, input: bytes | None, check: bool) -> bytes:
         full_env = {**os.environ, **(env or {})}
         for attempt in range(20):
             proc = subprocess.run(["git", *args], cwd=self.path, env=full_env, input=input,
-                                  capture_output=True, text=True)
+                                  capture_output=True)
+            stderr = proc.stderr.decode(errors="replace")
             # Another git process holding index.lock: wait and retry (the agent may be committing).
-            if proc.returncode != 0 and "index.lock" in proc.stderr and attempt < 19:
+            if proc.returncode != 0 and "index.lock" in stderr and attempt < 19:
                 time.sleep(0.1)
                 continue
             break
         if check and proc.returncode != 0:
-            raise git.GitCommandError(["git", *args], proc.returncode, proc.stderr)
-        return proc.stdout.rstrip("\n")
+            raise GitError(["git", *args], proc.returncode, stderr)
+        return proc.stdout
 
     def rev(self, ref: str) -> str | None:
         """The commit `ref` names, or None when it does not exist."""
@@ -131,32 +159,40 @@ class Workspace:
         return self.rev(MAIN)
 
     def info(self, sha: str) -> CommitInfo:
-        c = self.repo.commit(sha)
-        return CommitInfo(sha=c.hexsha, parent=c.parents[0].hexsha if c.parents else None,
-                          tree=c.tree.hexsha, message=c.message, author_name=c.author.name or "",
-                          author_email=c.author.email or "")
+        out = self.run("show", "-s", "--format=%H%x00%P%x00%T%x00%an%x00%ae%x00%B", sha)
+        full, parents, tree, name, email, message = out.split("\x00", 5)
+        return CommitInfo(sha=full, parent=parents.split()[0] if parents.split() else None,
+                          tree=tree, message=message, author_name=name, author_email=email)
 
     def tree_of(self, treeish: str) -> str:
-        return self.run("rev-parse", f"{treeish}^{{tree}}")
-
-    def _tree(self, treeish: str) -> git.Tree:
-        # Repo.tree(sha) leaves the root's `path` unset, so `tree / "a/b"` fails: give it "".
-        return git.Tree(self.repo, bytes.fromhex(self.tree_of(treeish)), mode=0o040000, path="")
+        """The tree of a commit or tree; cached for object ids (they never change, refs do)."""
+        cached = self._trees.get(treeish)
+        if cached is None:
+            cached = self.run("rev-parse", f"{treeish}^{{tree}}")
+            if _HEX40.fullmatch(treeish):
+                self._trees[treeish] = cached
+        return cached
 
     def read_file(self, treeish: str, path: str) -> bytes | None:
-        """A file's bytes at a commit or tree, or None when absent."""
-        try:
-            obj = self._tree(treeish) / path
-        except KeyError:
+        """A file's bytes at a commit or tree, or None when absent (or not a file)."""
+        entry = self.list_files(treeish).get(path)
+        if entry is None or entry[0] == SUBMODULE_MODE:
             return None
-        if obj.type != "blob":
-            return None
-        return obj.data_stream.read()
+        return self._run(["cat-file", "blob", entry[1]], None, None, True)
 
     def list_files(self, treeish: str) -> dict[str, tuple[int, str]]:
-        """path -> (mode, object sha) of every blob and submodule in the tree."""
-        return {item.path: (item.mode, item.hexsha) for item in self._tree(treeish).traverse()
-                if item.type in ("blob", "submodule")}
+        """path -> (mode, object sha) of every blob and submodule in the tree (cached per tree)."""
+        tree = self.tree_of(treeish)
+        if tree not in self._files:
+            out = self._run(["ls-tree", "-r", "-z", "--full-tree", tree], None, None, True)
+            files = {}
+            for entry in out.decode(errors="surrogateescape").split("\0"):
+                if entry:
+                    meta, path = entry.split("\t", 1)
+                    mode, _kind, sha = meta.split()
+                    files[path] = (int(mode, 8), sha)
+            self._files[tree] = files
+        return self._files[tree]
 
     def changed_paths(self, old: str, new: str) -> dict[str, str]:
         """path -> "added" | "modified" | "deleted" between two trees/commits."""
@@ -191,7 +227,7 @@ class Workspace:
         try:
             self.run(*args)
             return True
-        except git.GitCommandError:
+        except GitError:
             return False
 
     def tag(self, name: str, sha: str) -> None:
@@ -225,7 +261,7 @@ class Workspace:
             self.run("read-tree", base, env=env)
             try:
                 self.run("apply", "--cached", "--3way", "--whitespace=nowarn", env=env, input=patch + "\n")
-            except git.GitCommandError:
+            except GitError:
                 return None
             return self.run("write-tree", env=env)
 
@@ -242,7 +278,8 @@ class Workspace:
         and `git status` shows the difference)."""
         if not self.set_ref(MAIN, new, old):
             return False
-        if self.run("symbolic-ref", "-q", "HEAD", check=False) == MAIN and not self.repo.bare:
+        if self.run("symbolic-ref", "-q", "HEAD", check=False) == MAIN and \
+                self.run("rev-parse", "--is-bare-repository") == "false":
             self.run("read-tree", "-m", "-u", old, new, check=False)
         return True
 
@@ -267,7 +304,7 @@ class Workspace:
                 continue                 # never follow links out of the snapshot
             target = tmp / path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(self.repo.odb.stream(bytes.fromhex(sha)).read())
+            target.write_bytes(self._run(["cat-file", "blob", sha], None, None, True))
             if mode & 0o111:
                 target.chmod(0o755)
         # os.rename onto a non-empty folder fails (ENOTEMPTY): move the old one aside first.
