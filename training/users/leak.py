@@ -48,10 +48,11 @@ def leaked(agent_message: str, revealed: Iterable[str], facts: Iterable[Fact], t
 
 
 def leak_rate(step_infos: Iterable[dict]) -> float:
-    """Fraction of user replies (steps with a user arm) that leaked a fact; 0.0 with no replies."""
+    """Fraction of user replies that leaked a fact; 0.0 with no replies. A step is a reply when
+    info["user_replied"] is true (or, in records without that key, when it has a user arm)."""
     replies = leaks = 0
     for info in step_infos:
-        if info.get("user_arm") is None:
+        if not info.get("user_replied", info.get("user_arm") is not None):
             continue
         replies += 1
         leaks += bool(info.get("leaked_facts"))

@@ -125,7 +125,10 @@ class UserGymEnv(TextEnv):
             outcome = Outcome(obs="Invalid action: start your message with [action], [search] or [answer].")
         else:
             outcome = self.on_agent(act, content)
-        info = {"gym": self.gym, "task_id": self.task.id, "turn": self.turn, "user_arm": None,
+        # user_arm: the episode's arm (drawn at make_env), on every step so the episode is tagged
+        # even when no turn reached the user; user_replied says whether this turn got a reply
+        info = {"gym": self.gym, "task_id": self.task.id, "turn": self.turn, "user_arm": self.user_arm,
+                "user_replied": False,
                 "asked_question": asked, "answered": act == "answer", "revealed_facts": [],
                 "leaked_facts": [], "rule_id": None, "tool_calls": outcome.tool_calls, **outcome.info}
         # the user hears what was said to it: an [action]'s text without the tool prefix
@@ -146,7 +149,7 @@ class UserGymEnv(TextEnv):
         self._pending = None
         obs, terminated = outcome.obs, outcome.terminated
         if reply is not None:
-            info["user_arm"] = reply.arm
+            info["user_arm"], info["user_replied"] = reply.arm, True
             if reply.failed:      # a broken user backend: the episode ends, marked failed
                 self.user_failed, terminated = True, True
                 info["user_error"] = reply.error
