@@ -139,8 +139,8 @@ def _record_first_verdict(exp_dir: Path, ws: Workspace, first: str) -> None:
     empty = ws.run("hash-object", "-t", "tree", "/dev/null")
     files = ws.changed_paths(empty, first)
     v = gate.Verdict(commit=first, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
-                     author_kind="person", agent=None, session=None, files=files, knob_changes=[],
-                     verdict="accepted", reasons=[])
+                     author_kind="person", agent=None, session=None, files=list(files),
+                     knob_changes=[], verdict="accepted", reasons=[], file_status=files)
     ws.add_note(first, json.dumps({"verdict": "accepted", "reasons": [], "note": "experiment seed"}))
     ledger.append_line(exp_dir, {"type": "verdict", **v.__dict__})
 

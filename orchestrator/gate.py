@@ -27,6 +27,7 @@ from pathlib import Path
 
 from orchestrator import gate_checks as checks
 from orchestrator import ledger
+from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
 from orchestrator.workspace import (JUDGED_REF, LIVE_REF, CommitInfo, Workspace, is_agent_author,
                                     parse_trailers)
@@ -40,11 +41,12 @@ class Verdict:
     author_kind: str                   # "agent" | "person"
     agent: str | None
     session: str | None
-    files: dict[str, str]              # path -> added | modified | deleted
+    files: list[str]                   # paths the commit changes (against the live tree)
     knob_changes: list[dict]           # [{path, old, new}]
     verdict: str                       # "accepted" | "rejected"
     reasons: list[str] = field(default_factory=list)
     reverted_by: str | None = None
+    file_status: dict[str, str] = field(default_factory=dict)   # path -> added|modified|deleted
 
     @property
     def accepted(self) -> bool:
@@ -93,8 +95,8 @@ def _verdict(info: CommitInfo, files, changes, reasons) -> Verdict:
     t = info.trailers()
     return Verdict(commit=info.sha, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
                    author_kind="agent" if is_agent_author(info) else "person", agent=t.get("Eau-Agent"),
-                   session=t.get("Eau-Session"), files=files, knob_changes=changes,
-                   verdict="rejected" if reasons else "accepted", reasons=reasons)
+                   session=t.get("Eau-Session"), files=list(files), knob_changes=changes,
+                   verdict="rejected" if reasons else "accepted", reasons=reasons, file_status=dict(files))
 
 
 def judge_commit(ws: Workspace, info: CommitInfo, live_tree: str, ctx: GateContext) -> tuple[Verdict, str | None]:
@@ -155,6 +157,9 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
     if not pending:
         return []
     live = ws.rev(LIVE_REF)
+    if live is None:
+        raise UserError(f"{ws.path} has no {LIVE_REF}: it was not made by `orchestrator init` "
+                        f"(or the ref was deleted); create the experiment again.")
     live_tree = ws.tree_of(live)
     last_judged = ws.rev(JUDGED_REF)
     rewritten = last_judged is not None and not ws.is_ancestor(last_judged, head)

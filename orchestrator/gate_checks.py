@@ -13,8 +13,6 @@ import math
 import re
 from typing import Any
 
-import jsonschema
-
 from orchestrator.gate_context import ALL_GYMS, SUCCESS_BAR, GateContext, replay_pairs
 from orchestrator.workspace import SUBMODULE_MODE, SYMLINK_MODE, Workspace
 
@@ -237,6 +235,7 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
     schema, err = load_json(ws, new_tree, KNOB_SCHEMA)
     if err or schema is None:
         return [err or f"{KNOB_SCHEMA}: missing; knobs cannot be checked without it."], []
+    import jsonschema                # here, not at the top: the commit-msg hook never needs it
     try:
         validator = jsonschema.Draft202012Validator(schema)
         errors = sorted(validator.iter_errors(knobs), key=lambda e: list(map(str, e.absolute_path)))
@@ -336,6 +335,7 @@ def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> li
         return []
     schema, _ = load_json(ws, new_tree, RULES_SCHEMA)
     if isinstance(schema, dict):
+        import jsonschema
         try:
             errors = list(jsonschema.Draft202012Validator(schema).iter_errors(rules))[:5]
         except jsonschema.SchemaError as exc:

@@ -104,8 +104,9 @@ def _only_experiment(override: str | None) -> str:
 def _changes_text(rec: dict) -> str:
     lines = [f"{k['path']}: {json.dumps(k['old'])} -> {json.dumps(k['new'])}"
              for k in rec.get("knob_changes") or []]
-    files = rec.get("files") or {}
-    lines += [f"{p} ({s})" for p, s in files.items() if p != "knobs.json" or not lines]
+    status = rec.get("file_status") or {}
+    lines += [f"{p} ({status.get(p, 'changed')})" for p in rec.get("files") or []
+              if p != "knobs.json" or not lines]
     return "\n".join(lines[:12]) or "-"
 
 
