@@ -318,13 +318,16 @@ def find_success_extremes(metrics: list[dict[str, Any]], gyms: list[str],
 
 def find_nan(metrics: list[dict[str, Any]], window: int) -> list[Finding]:
     """A NaN or infinite loss or reward: the run cannot recover in place (section 4.6)."""
-    bad: dict[str, int] = {}
-    for row in metrics[-window:]:
-        for k, v in row.items():
+    recent = {k for row in metrics[-window:] for k, v in row.items()
+              if isinstance(v, float) and not math.isfinite(v)}
+    if not recent:
+        return []
+    bad: dict[str, int] = {}       # the first non-finite step of each such metric: a resume goes before it
+    for row in metrics:
+        for k in recent:
+            v = row.get(k)
             if isinstance(v, float) and not math.isfinite(v):
                 bad.setdefault(k, int(row["step"]))
-    if not bad:
-        return []
     return [Finding("nan", None, f"non-finite values in {', '.join(sorted(bad))}.",
                     {"first_step": bad}, irreversible=True)]
 

@@ -113,6 +113,11 @@ class Planner:
     def on_nan(self, f: Finding, run_dir: Path) -> Intervention | None:
         return self._restart(f, run_dir)
 
+    def _restart_refused(self, run_dir: Path) -> bool:
+        """The experiment refused a restart of this run (its cap is reached): do not ask again."""
+        return any(c.get("run") == run_dir.name and c.get("status") == "refused"
+                   for c in effects.ledger_read(run_dir.parent, "control"))
+
     def on_entropy_collapse(self, f: Finding, run_dir: Path) -> Intervention | None:
         if f.irreversible:
             return self._restart(f, run_dir)
@@ -121,8 +126,10 @@ class Planner:
     def on_template_collapse(self, f: Finding, run_dir: Path) -> Intervention | None:
         return self._entropy(f)
 
-    def _restart(self, f: Finding, run_dir: Path) -> Intervention:
+    def _restart(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Resume from the newest checkpoint before the failure, else restart (section 4.6)."""
+        if self._restart_refused(run_dir):
+            return None
         first_bad = min((f.evidence.get("first_step") or {}).values(), default=None)
         ckpts = sorted(p.name for p in (run_dir / "checkpoints").glob("step-*") if p.is_dir())
         good = [c for c in ckpts if first_bad is None or int(c.split("-")[1]) < first_bad]

@@ -1,0 +1,326 @@
+"""An experiment: a workspace repository and up to N runs (paper sections 4.6 and 5; DESIGN.md).
+
+`run_experiment` is what `orchestrator start` runs: it starts the trainer (orchestrator.supervisor)
+on the current run, starts a meta-agent session every K steps or T minutes (orchestrator.scheduler)
+while training goes on, lets the gate judge what sessions commit (the watcher also judges a
+person's commits within seconds), measures the effect of every applied commit
+(orchestrator.effects), and honours restart/resume requests that an accepted commit put in
+`control.json`, up to the cap of runs (default 5, proactive restarts included). Every run starts
+from the carried workspace's live commit, tagged `run-NNN-start`.
+
+The experiment's state lives in `experiment.json` (runs, their states, the cap), so
+`orchestrator start --exp NAME` after the machine stopped continues it: the unfinished run is
+resumed from its newest checkpoint, or a finished one is followed by the next run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from orchestrator import effects, experience, ledger
+from orchestrator.agents import base
+from orchestrator.errors import UserError
+from orchestrator.paths import project_root
+from orchestrator.scheduler import Scheduler, SessionRunner
+from orchestrator.supervisor import CRASHED, FINISHED, RESTARTED, STOPPED, Supervisor, has_checkpoint, last_step
+from orchestrator.workspace import LIVE_REF, Workspace
+
+DEFAULT_CAP = 5
+LLM_AGENTS = ("claude-code", "codex", "command")
+
+
+@dataclass
+class StartOptions:
+    """What `orchestrator start` was asked for (one field per flag)."""
+
+    bench: str
+    agent: str = "builtin"               # claude-code | codex | builtin | command | none
+    every: int | None = 10               # K: a session every K trainer steps
+    minutes: float | None = None         # T: or every T minutes
+    preset: str | None = None            # cpu | usergym | colbench | tau2 (training.config.PRESETS)
+    steps: int | None = None             # trainer.total_steps
+    model: str | None = None             # model.path ("" = the packaged SmolLM2)
+    skill: str = "eau"                   # eau | generic (the paper's generic meta-agent baseline)
+    max_runs: int = DEFAULT_CAP
+    agent_cmd: list[str] | None = None   # the executable of --agent command
+    session_time_s: float = 600.0        # wall-clock limit of one session
+    budget_usd: float | None = None
+    window: int = 10                     # W of measured effects
+    overrides: dict[str, Any] = field(default_factory=dict)   # dotted config keys
+    poll_s: float = 1.0
+    trainer: str = "training.trainer"    # the trainer's module (tests run a stand-in)
+
+
+class Experiment:
+    """runs/NAME: experiment.json, the workspace, run-NNN folders, the ledger."""
+
+    def __init__(self, exp_dir: Path | str):
+        from orchestrator.experiment_init import load_experiment
+
+        self.dir = Path(exp_dir)
+        self.meta = load_experiment(self.dir)
+        self.ws = Workspace(Path(self.meta.get("workspace") or self.dir / "workspace"))
+
+    @classmethod
+    def open_or_create(cls, name: str, bench: str, runs_dir: Path | str, cap: int = DEFAULT_CAP) -> "Experiment":
+        from orchestrator.experiment_init import canonical_bench_name, init_experiment
+
+        exp_dir = Path(runs_dir) / name
+        if not (exp_dir / "experiment.json").exists():
+            init_experiment(name, bench, runs_dir)
+        exp = cls(exp_dir)
+        if bench and canonical_bench_name(bench) != exp.meta["bench"]:
+            raise UserError(f"experiment {name!r} trains {exp.meta['bench']}, not {bench}: drop --bench "
+                            f"or pick another --exp.")
+        exp.meta["cap"] = cap
+        exp.save()
+        return exp
+
+    def save(self) -> None:
+        tmp = self.dir / "experiment.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=2) + "\n")
+        os.replace(tmp, self.dir / "experiment.json")
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        return self.meta.setdefault("runs", [])
+
+    @property
+    def cap(self) -> int:
+        return int(self.meta.get("cap", DEFAULT_CAP))
+
+    def run_dir(self, name: str) -> Path:
+        return self.dir / name
+
+    def set_run_state(self, name: str, state: str, **extra: Any) -> None:
+        for r in self.runs:
+            if r["name"] == name:
+                r.update(state=state, **extra)
+        self.save()
+
+    # ---- runs ---------------------------------------------------------------------------
+    def new_run(self, opts: StartOptions, reason: str, from_run: str | None = None,
+                from_checkpoint: str | None = None) -> Path:
+        """Create run-NNN: frozen config.json, the live commit tagged run-NNN-start, and for a
+        resume the chosen checkpoint copied in. Refused beyond the cap."""
+        if len(self.runs) >= self.cap:
+            raise UserError(f"experiment {self.dir.name} has used its cap of {self.cap} runs: "
+                            f"raise it with --max-runs or start a new experiment.")
+        name = f"run-{len(self.runs) + 1:03d}"
+        run = self.run_dir(name)
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps(self.config(opts), indent=2) + "\n")
+        if from_run and from_checkpoint:
+            shutil.copytree(self.run_dir(from_run) / "checkpoints" / from_checkpoint,
+                            run / "checkpoints" / from_checkpoint)
+        live = self.ws.rev(LIVE_REF) or self.ws.main()
+        self.ws.tag(f"{name}-start", live)
+        self.runs.append({"name": name, "reason": reason, "state": "created", "start_commit": live,
+                          "from_run": from_run, "from_checkpoint": from_checkpoint,
+                          "created": time.time()})
+        self.save()
+        return run
+
+    def config(self, opts: StartOptions) -> dict[str, Any]:
+        from training.config import ConfigError, resolve   # plain dataclasses: no torch
+
+        over = {"workspace.repo": str(self.ws.path), **opts.overrides}
+        if opts.steps is not None:
+            over["trainer.total_steps"] = opts.steps
+        if opts.model is not None:
+            over["model.path"] = opts.model
+        try:
+            return resolve(self.meta["bench"], opts.preset, over).to_dict()
+        except ConfigError as exc:
+            raise UserError(str(exc)) from None
+
+    def pick_run(self, opts: StartOptions) -> tuple[Path, bool]:
+        """(run folder, resume?) for a start: continue an unfinished run, else begin the next."""
+        if self.runs and self.runs[-1]["state"] not in (FINISHED, "restarted", CRASHED):
+            run = self.run_dir(self.runs[-1]["name"])
+            if has_checkpoint(run):
+                return run, True
+            if last_step(run) == 0:
+                return run, False           # never trained: start it as it is
+            self.set_run_state(run.name, "abandoned", note="no checkpoint to resume from")
+        reason = "initial" if not self.runs else "next"
+        return self.new_run(opts, reason), False
+
+    # ---- control requests ----------------------------------------------------------------
+    def pending_control(self) -> tuple[str, dict[str, Any]] | None:
+        """A restart/resume request in the live tree's control.json not yet handled: (key, request).
+        Only the live tree counts: the gate has accepted it (DESIGN.md, "Interfaces")."""
+        live = self.ws.rev(LIVE_REF)
+        if live is None:
+            return None
+        key = self.ws.run("rev-parse", "-q", "--verify", f"{live}:control.json", check=False)
+        if not key:
+            return None
+        if any(r.get("key") == key for r in ledger.read_lines(self.dir, "control")):
+            return None
+        try:
+            req = json.loads(self.ws.read_file(live, "control.json") or b"{}")
+        except ValueError:
+            return None
+        return key, req
+
+
+def skill_path(skill: str) -> Path:
+    if skill not in ("eau", "generic"):
+        raise UserError(f"unknown skill {skill!r}: choose eau or generic.")
+    return project_root() / "skills" / skill / "SKILL.md"
+
+
+class Loop:
+    """One `orchestrator start`: trainer, sessions, gate, effects, control requests."""
+
+    def __init__(self, exp: Experiment, opts: StartOptions, stop: threading.Event | None = None,
+                 on_tick: Callable[[dict[str, Any]], None] | None = None):
+        self.exp, self.opts = exp, opts
+        self.stop_event = stop or threading.Event()
+        self.on_tick = on_tick
+        self.runner = SessionRunner()
+        self.sessions = len(ledger.read_lines(exp.dir, "session"))
+        self.sup: Supervisor | None = None
+        self.run: Path | None = None
+        self.sched: Scheduler | None = None
+        self.watcher = None
+        self.last_session: base.SessionResult | None = None
+        self.total_steps = 0
+
+    def start_run(self, run: Path, resume: bool) -> None:
+        self.run = run
+        self.sup = Supervisor(run, resume=resume, module=self.opts.trainer).start()
+        self.total_steps = json.loads((run / "config.json").read_text())["trainer"]["total_steps"]
+        self.exp.set_run_state(run.name, "running", pid=self.sup.proc.pid if self.sup.proc else None)
+        self.sched = Scheduler(self.opts.every, self.opts.minutes, last_step=last_step(run))
+
+    def session_ctx(self) -> base.SessionContext:
+        self.sessions += 1
+        sid = f"s{self.sessions:03d}"
+        return base.SessionContext(
+            agent=self.opts.agent, session_id=sid, exp_dir=self.exp.dir, workspace=self.exp.ws.path,
+            run_dir=self.run, bench=self.exp.meta["bench"], skill_path=skill_path(self.opts.skill),
+            time_limit_s=self.opts.session_time_s, budget_usd=self.opts.budget_usd,
+            window=self.opts.window, command=self.opts.agent_cmd,
+            experience_dir=experience.pool_dir())
+
+    def submit_session(self) -> None:
+        from orchestrator import gate
+
+        lock = gate.gate_lock(self.exp.dir) if self.opts.agent in LLM_AGENTS else None
+
+        def before() -> None:       # hold the gate until the session's commits carry their trailers
+            if lock is not None:
+                lock.__enter__()
+
+        def after(res: base.SessionResult) -> None:
+            if lock is not None:
+                lock.__exit__(None, None, None)
+            if res.commits:
+                try:
+                    gate.judge_pending(self.exp.dir, self.exp.ws)
+                except RuntimeError:
+                    pass            # main kept moving: the watcher judges it on its next pass
+
+        self.sched.started()
+        self.runner.submit(self.session_ctx(), before=before, after=after)
+
+    def handle_control(self) -> bool:
+        """Honour an accepted control request within the cap; True when a new run started."""
+        pending = self.exp.pending_control()
+        if pending is None or self.runner.running:
+            return False
+        key, req = pending
+        line = {"type": "control", "key": key, "action": req.get("action"), "why": req.get("why"),
+                "from_checkpoint": req.get("from_checkpoint"), "run": self.run.name}
+        if len(self.exp.runs) >= self.exp.cap:
+            ledger.append_line(self.exp.dir, {**line, "status": "refused",
+                                              "reason": f"the cap of {self.exp.cap} runs is reached"})
+            return False
+        self.sup.stop()
+        self.exp.set_run_state(self.run.name, "restarted", ended_step=last_step(self.run))
+        resume = req.get("action") == "resume" and req.get("from_checkpoint")
+        new = self.exp.new_run(self.opts, req.get("action", "restart"), from_run=self.run.name if resume else None,
+                               from_checkpoint=req.get("from_checkpoint") if resume else None)
+        ledger.append_line(self.exp.dir, {**line, "status": "honoured", "new_run": new.name})
+        self.start_run(new, resume=bool(resume))
+        return True
+
+    def tick(self) -> str | None:
+        """One pass of the loop; returns the final state when the experiment should end."""
+        st = self.sup.poll()
+        ledger.sync_applied(self.exp.dir)
+        effects.update_effects(self.exp.dir, self.run, self.exp.ws.path, self.opts.window)
+        res = self.runner.poll()
+        if res is not None:
+            self.sched.finished(st.step)
+            self.last_session = res
+        if st.state == RESTARTED:
+            ledger.append_line(self.exp.dir, {"type": "control", "action": "crash-restart",
+                                              "run": self.run.name, "status": "honoured",
+                                              "why": st.reason, "key": f"crash-{time.time()}"})
+        if self.handle_control():
+            return None
+        if self.opts.agent != "none" and st.state == "running" and self.sched.due(st.step):
+            self.submit_session()
+        if self.on_tick:
+            self.on_tick(self.status(st))
+        if st.state in (FINISHED, CRASHED, STOPPED):
+            self.runner.wait(self.opts.session_time_s + 30)
+            ended = self.run.name
+            if self.handle_control():       # the last session asked for another run
+                return None
+            self.exp.set_run_state(ended, st.state, ended_step=st.step, reason=st.reason)
+            return st.state
+        if self.stop_event.is_set():
+            self.sup.stop()
+            self.runner.wait(self.opts.session_time_s + 30)
+            self.exp.set_run_state(self.run.name, STOPPED, ended_step=last_step(self.run))
+            return STOPPED
+        return None
+
+    def status(self, st) -> dict[str, Any]:
+        return {"run": self.run.name, "step": st.step, "state": st.state,
+                "total_steps": self.total_steps,
+                "session_running": self.runner.running, "sessions": self.sessions}
+
+    def __call__(self) -> str:
+        from orchestrator.watcher import GateWatcher
+
+        self.exp.meta.update(state="running", pid=os.getpid(), agent=self.opts.agent)
+        self.exp.save()
+        self.watcher = GateWatcher(self.exp.dir).start()
+        try:
+            self.start_run(*self.exp.pick_run(self.opts))
+            while True:
+                final = self.tick()
+                if final is not None:
+                    break
+                time.sleep(self.opts.poll_s)
+        finally:
+            if self.sup is not None and self.sup.proc is not None and self.sup.proc.poll() is None:
+                self.sup.stop()
+            self.watcher.stop()
+            self.exp.meta.update(state=final if "final" in locals() and final else "stopped", pid=None)
+            self.exp.save()
+        return final
+
+
+def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
+                   stop: threading.Event | None = None,
+                   on_tick: Callable[[dict[str, Any]], None] | None = None) -> tuple[Experiment, str]:
+    """Create or continue experiment `name` and run it until its run finishes, crashes or is stopped."""
+    if opts.agent not in ("claude-code", "codex", "builtin", "command", "none"):
+        raise UserError(f"unknown agent {opts.agent!r}: choose claude-code, codex, builtin, command or none.")
+    if opts.agent == "command" and not opts.agent_cmd:
+        raise UserError("--agent command needs --agent-cmd \"PROGRAM ARGS\".")
+    exp = Experiment.open_or_create(name, opts.bench, runs_dir, opts.max_runs)
+    final = Loop(exp, opts, stop, on_tick)()
+    return exp, final

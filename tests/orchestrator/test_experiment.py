@@ -1,0 +1,96 @@
+"""The experiment loop with a stand-in trainer (tests/fakes/fake_trainer.py, same files, fast):
+the built-in agent repairs a planted deadlock live; a restart through control.json makes run-002
+from the carried workspace and the cap holds; a stopped experiment resumes; a crash restarts."""
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from runlogs import FAKES  # noqa: E402
+
+from orchestrator import ledger  # noqa: E402
+from orchestrator.experiment import StartOptions, run_experiment  # noqa: E402
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(FAKES))
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    return tmp_path
+
+
+def opts(**kw):
+    base = dict(bench="colbench", agent="builtin", every=5, preset="cpu", steps=40, window=5,
+                trainer="fake_trainer", poll_s=0.1, overrides={"trainer.save_freq": 5})
+    base.update(kw)
+    return StartOptions(**base)
+
+
+def git(ws, *args):
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True).stdout
+
+
+def test_builtin_repairs_a_planted_deadlock_live(env, monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.25")      # a session (with the gate) takes ~1-2 s
+    exp, final = run_experiment("dl", opts(), env)
+    assert final == "finished"
+    sessions = [s for s in ledger.read_lines(exp.dir, "session") if s["commits"]]
+    fix = sessions[0]["commits"][0]
+    assert "min_questions 1 -> 0" in git(exp.ws.path, "log", "-1", "--format=%s", fix)
+    verdict = [v for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == fix][0]
+    assert verdict["verdict"] == "accepted"
+    applied = [a for a in ledger.read_lines(exp.dir, "applied") if a["commit"] == fix]
+    assert applied and applied[0]["run"] == "run-001"
+    effect = [e for e in ledger.read_lines(exp.dir, "effect") if e["commit"] == fix][0]
+    assert effect["metric"] == "success/colbench" and effect["label"] == "helped"
+    metrics = [json.loads(x) for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    step = applied[0]["step"]
+    assert all(m["success/colbench"] < 0.1 for m in metrics if m["step"] < step)
+    assert all(m["success/colbench"] >= 0.6 for m in metrics if m["step"] >= step)
+    assert git(exp.ws.path, "rev-parse", "run-001-start").strip() == exp.runs[0]["start_commit"]
+    assert "builtin-s" in git(exp.ws.path, "log", "--format=%ae", fix)
+
+
+def test_restart_request_makes_run_002_and_the_cap_holds(env, monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER_NAN_AT", "8")
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.2")
+    exp, final = run_experiment("nan", opts(max_runs=2, steps=30), env)
+    assert [r["name"] for r in exp.runs] == ["run-001", "run-002"]
+    controls = ledger.read_lines(exp.dir, "control")
+    assert [c["status"] for c in controls] == ["honoured", "refused"]
+    assert controls[0]["action"] == "resume" and controls[0]["new_run"] == "run-002"
+    assert "cap of 2 runs" in controls[1]["reason"]
+    run2 = exp.runs[1]
+    assert run2["from_run"] == "run-001" and run2["from_checkpoint"] == "step-000005"
+    # run-002 starts from the carried workspace: its tag is the live commit holding the request
+    tag = git(exp.ws.path, "rev-parse", "run-002-start").strip()
+    assert json.loads(git(exp.ws.path, "show", f"{tag}:control.json"))["action"] == "resume"
+    started = json.loads((exp.dir / "run-002" / "events.jsonl").read_text().splitlines()[0])
+    assert started["resumed"] and started["step"] == 5
+
+
+def test_stopped_experiment_resumes_from_its_checkpoint(env, monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.1")
+    stop = threading.Event()
+    exp, final = run_experiment("res", opts(agent="none", steps=25), env, stop=stop,
+                                on_tick=lambda st: st["step"] >= 6 and stop.set())
+    assert final == "stopped" and exp.runs[0]["state"] == "stopped"
+    assert any((exp.dir / "run-001" / "checkpoints").iterdir())
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.01")
+    exp, final = run_experiment("res", opts(agent="none", steps=25), env)
+    assert final == "finished" and len(exp.runs) == 1
+    steps = [json.loads(x)["step"] for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 26))
+
+
+def test_crash_restarts_the_trainer_from_its_checkpoint(env, monkeypatch):
+    monkeypatch.setenv("FAKE_TRAINER_CRASH_AT", "7")
+    exp, final = run_experiment("crash", opts(agent="none", steps=12), env)
+    assert final == "finished"
+    assert [c["action"] for c in ledger.read_lines(exp.dir, "control")] == ["crash-restart"]
+    events = [json.loads(x) for x in (exp.dir / "run-001" / "events.jsonl").read_text().splitlines()]
+    assert [e["resumed"] for e in events if e["event"] == "started"] == [False, True]
