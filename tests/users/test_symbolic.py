@@ -126,3 +126,16 @@ def test_acts_and_matching():
     assert parse_act(state("I booked it.", act="action")) == "action"
     assert parse_act(state("H3", act="answer")) == "answer"
     assert [f.id for f, _ in match_facts("need a swimming pool", FACTS, 0.5)] == ["pool"]
+
+
+def test_turn_counters_and_knob_references():
+    rules = {"version": 1, "rules": [
+        {"id": "late", "when": {"min_turn": {"knob": "max_reveals"}}, "reveal": "none", "say": "late"},
+        {"id": "asked-twice", "when": {"min_questions": 2, "max_turn": 5}, "reveal": "none", "say": "again"},
+        {"id": "known", "when": {"matched_revealed": True}, "reveal": "none", "say": "I told you"},
+        {"id": "rest", "reveal": "none", "say": "rest"}]}
+    u = user(rules)
+    assert u.respond(state("What is your budget?", turn=1)).rule_id == "rest"
+    assert u.respond(state("What is your budget?", turn=1, revealed={"budget": 1})).rule_id == "known"
+    assert u.respond(state("Hi?", turn=3)).rule_id == "asked-twice"      # questions_asked = turn here
+    assert u.respond(state("Hi?", turn=4, max_reveals=4)).rule_id == "late"
