@@ -5,7 +5,7 @@ from typing import Literal, TypedDict
 
 import pytest
 
-from training.benches.tau2.toolkit import Toolkit, ToolError, canonical_hash, parse_docstring, tool
+from training.benches.tau2.toolkit import Toolkit, ToolError, parse_docstring, tool
 
 
 class Item(TypedDict):
@@ -106,8 +106,3 @@ def test_parse_docstring_joins_continuation_lines():
         """)
     assert desc == "Do it. More text."
     assert args == {"x": "First line and the second.", "y": "Why."}
-
-
-def test_canonical_hash_ignores_key_order():
-    assert canonical_hash({"a": 1, "b": [1, 2]}) == canonical_hash({"b": [1, 2], "a": 1})
-    assert canonical_hash({"a": 1}) != canonical_hash({"a": 2})

@@ -8,8 +8,8 @@ the user's tools (`requestor`), keeps the two sides in sync after every call (te
 status and roaming reach the phone), runs environment assertions, and hashes both databases for
 the DB check (tau2 `EnvironmentEvaluator`).
 
-Databases are cached per file once parsed (the real retail db.json is 2.8 MB) and every world gets
-its own copy through pickle, which is several times faster than `copy.deepcopy`.
+Databases are parsed once per file and cached; every world gets its own copy-on-write view of
+the cached base (store.py), so a world costs what its tools touch, not the whole file.
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from training.benches.tau2.toolkit import ToolResult, Toolkit, canonical_hash
+from training.benches.tau2.store import Base, state_hash
+from training.benches.tau2.toolkit import ToolResult, Toolkit
 
 DOMAINS = ("retail", "airline", "telecom")
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -79,15 +80,16 @@ def read_data_file(path: str | Path) -> Any:
 
 
 @functools.lru_cache(maxsize=16)
-def _normalized(domain: str, path: str, mtime: float, user: bool) -> bytes:
+def _base(domain: str, path: str, mtime: float, user: bool) -> Base:
     d = get_domain(domain)
     raw = read_data_file(path)
     fn = d.normalize_user_db if user else d.normalize_db
-    return pickle.dumps(fn(raw, path))
+    return Base(fn(raw, path))
 
 
 def load_db(domain: str, path: str | Path | None = None, *, user: bool = False) -> dict:
-    """A fresh copy of a domain's database: the shipped one (path None or "shipped") or a file."""
+    """A fresh (copy-on-write, see store.py) copy of a domain's database: the shipped one (path
+    None or "shipped") or a file."""
     d = get_domain(domain)
     if user and d.user_tools is None:
         raise Tau2DataError(f"the {domain} domain has no user database.")
@@ -99,7 +101,7 @@ def load_db(domain: str, path: str | Path | None = None, *, user: bool = False) 
     if not p.is_file():
         raise Tau2DataError(f"{domain} database file {p} not found: put tau2-bench's {p.name} "
                             f"there to run these tasks.")
-    return pickle.loads(_normalized(domain, str(p.resolve()), p.stat().st_mtime, user))
+    return _base(domain, str(p.resolve()), p.stat().st_mtime, user).copy()
 
 
 class World:
@@ -174,8 +176,8 @@ class World:
 
     def hashes(self) -> tuple[str, str | None]:
         """(agent db hash, user db hash or None): the DB check compares both."""
-        user = canonical_hash(self.user_tools.db) if self.user_tools is not None else None
-        return canonical_hash(self.tools.db), user
+        user = state_hash(self.user_tools.db) if self.user_tools is not None else None
+        return state_hash(self.tools.db), user
 
 
 def deep_update(target: dict, update: dict) -> None:

@@ -8,12 +8,11 @@ ill-typed argument, or a failed precondition inside the tool (a `ToolError`/`Val
 back as `ToolResult(error=True, content="Error: ...")`, which is what the agent reads, the way
 tau2-bench turns tool exceptions into tool messages.
 
-The database is plain JSON data (dicts and lists); its state hash is the SHA-256 of its canonical
-JSON (sorted keys), which is what the DB check of the scorer compares (tau2: `get_db_hash`).
+The database is plain JSON data (dicts and lists); its state hash (store.state_hash) is what the
+DB check of the scorer compares (tau2: `get_db_hash`).
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import re
@@ -61,12 +60,6 @@ class ToolSpec:
                                                  "parameters": self.parameters}}
 
 
-def canonical_hash(data: Any) -> str:
-    """SHA-256 of the canonical JSON of `data` (sorted keys, no whitespace)."""
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 class Toolkit:
     """Base of a domain's tools. Subclasses hold `self.db` (JSON data) and define marked methods."""
 
@@ -111,7 +104,9 @@ class Toolkit:
         return getattr(self, name)(**arguments)
 
     def db_hash(self) -> str:
-        return canonical_hash(self.db)
+        from training.benches.tau2.store import state_hash
+
+        return state_hash(self.db)
 
 
 def exc_message(exc: BaseException) -> str:

@@ -144,7 +144,7 @@ def fault(kind: str, c: dict, line: dict, plan: dict) -> tuple[str, list, list, 
         bill = f"B{cid[1:]}OD"
         return NO_SERVICE + " You are willing to pay an overdue bill.", \
             [agent("suspend_line_for_overdue_bill", customer_id=cid, line_id=lid, new_bill_id=bill,
-                   contract_ended=False)], \
+                   contract_ended=False), user("simulate_network_search")], \
             [a("send_payment_request", customer_id=cid, bill_id=bill), u("make_payment"),
              a("resume_line", customer_id=cid, line_id=lid), u("reboot_device")], \
             [SERVICE, check("assert_no_overdue_bill", "assistant", overdue_bill_id=bill)]
