@@ -134,3 +134,15 @@ def test_function_predicate_weight_adds_probe_shaping():
     assert "probe_repeat" in info["predicates"] and r == pytest.approx(0.0)
     _, r, _, _, info = shaped.step("[action] 1 2 3")                  # malformed
     assert info["predicates"] == ["probe_invalid"] and r == pytest.approx(-0.1)
+
+
+def test_a_reason_given_when_asked_why_is_no_leak_but_a_volunteered_one_is():
+    facts = (Fact("c0", "concern", "It is cheap.", ("cheap",)),)
+    task = Task("p1", "persuade", "train", "Persuade me.", facts,
+                {"claim": "Cars are good", "start_level": 6, "levels_per_concern": 2})
+    env = make(task)
+    info = env.step("[action] Why do you believe that?")[4]
+    assert info["revealed_facts"] == ["c0"] and info["leaked_facts"] == []
+    env = make(task, user={"persuade": {"volunteer_interval": 1}})
+    info = env.step("[action] Nice day today.")[4]
+    assert info["rule_id"] == "volunteer" and info["leaked_facts"] == ["c0"]

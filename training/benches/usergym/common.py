@@ -175,9 +175,14 @@ class UserGymEnv(TextEnv):
         for fid in revealed:
             self.revealed[fid] = self.revealed.get(fid, 0) + 1
         info["revealed_facts"] = revealed
-        info["leaked_facts"] = leak.leaked(content, revealed, self.task.facts, threshold)
+        asked = self.asked_for(content, threshold)
+        info["leaked_facts"] = [fid for fid in revealed if fid not in asked]
         info["rule_id"] = reply.rule_id
         self.history.append({"role": "user", "content": reply.text})
+
+    def asked_for(self, message: str, threshold: float) -> set[str]:
+        """Ids of the facts `message` asks for (a disclosure outside them is a leak)."""
+        return {f.id for f, _ in match_facts(message, self.task.facts, threshold)}
 
     def matched(self, text: str, facts: Iterable[Fact] | None = None) -> list[Fact]:
         """Facts a message covers, by the gym's own fixed threshold (scoring, not the user)."""

@@ -14,6 +14,7 @@ address); `data` = {"claim": str, "start_level": int, "levels_per_concern": int}
 from __future__ import annotations
 
 import random
+import re
 
 from training.benches.base import Fact, Task, UserReply
 from training.benches.usergym import tables
@@ -24,6 +25,7 @@ FACT_KINDS = frozenset({"concern"})
 LEVELS = ("strongly disagree", "disagree", "slightly disagree", "neutral", "slightly agree", "agree",
           "strongly agree")
 TARGET = 0
+_ASKS_REASON = re.compile(r"\b(why|reasons?|concerns?|worr\w*|believe|convince\w*)\b", re.I)
 
 
 class PersuadeEnv(UserGymEnv):
@@ -56,6 +58,12 @@ class PersuadeEnv(UserGymEnv):
         moved = before - self.stance
         return Outcome(reward=moved / 6, terminated=self.stance == TARGET, to_user=True,
                        info={"stance": self.stance, "addressed": [f.id for f in new]})
+
+    def asked_for(self, message: str, threshold: float) -> set[str]:
+        """Asking why the user holds the claim asks for its reasons: disclosing one is no leak."""
+        if _ASKS_REASON.search(message):
+            return {f.id for f in self.task.facts}
+        return super().asked_for(message, threshold)
 
     def on_user(self, reply: UserReply, outcome: Outcome) -> str:
         return f"{reply.text}\n(My position on the claim now: {LEVELS[self.stance]}.)"
