@@ -254,14 +254,18 @@ class SymbolicUser:
     def __init__(self, compiled: CompiledRules):
         self.compiled = compiled
 
-    def respond(self, state: UserState) -> UserReply:
-        knobs = state.knobs
+    def check_knobs(self, knobs: dict[str, Any]) -> list[str]:
+        """The withheld kinds of `knobs` (user.<gym>); raises UnknownFactKind for a kind the data
+        lacks (called when an environment is made, so a bad snapshot fails at load, not mid-rollout)."""
         withheld = list(knobs.get("withhold_kinds", []) or [])
         for kind in withheld:
             if kind not in self.compiled.fact_kinds:
                 raise UnknownFactKind(f"withhold_kinds names {kind!r}, but no task has facts of that kind "
                                       f"(kinds in the data: {', '.join(sorted(self.compiled.fact_kinds))}).")
-        ctx = _Context(state, withheld)
+        return withheld
+
+    def respond(self, state: UserState) -> UserReply:
+        ctx = _Context(state, self.check_knobs(state.knobs))
         for rule in self.compiled.rules:
             if rule.gyms and state.gym not in rule.gyms:
                 continue

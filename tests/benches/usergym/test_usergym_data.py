@@ -74,3 +74,10 @@ def test_userrl_function_tasks_score_with_the_pool_answer(benchdata):
     env.reset()
     _, r, terminated, _, info = env.step(f"[answer] {task.data['expected']}")
     assert r == 1.0 and info["success"]
+
+
+def test_a_snapshot_withholding_an_unknown_kind_fails_when_the_env_is_made():
+    task = BENCH.load_tasks("train", ["travel"])[0]
+    with pytest.raises(UnknownFactKind, match="'shape'"):
+        BENCH.make_env(task, snapshot(user={"travel": {"withhold_kinds": ["shape"]}}), seed=0)
+    BENCH.make_env(task, snapshot(user={"travel": {"withhold_kinds": ["preference"]}}), seed=0)

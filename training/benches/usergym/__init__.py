@@ -109,6 +109,7 @@ class UserGymBench:
             raise ValueError("the workspace has no users/usergym/rules.json: restore it from the project's "
                              "workspace/ folder.")
         symbolic = SymbolicUser(self.compile_rules(rules))
+        symbolic.check_knobs(snapshot.knobs.get("user", {}).get(task.gym, {}))
         user, arm = episode_user(task.gym, snapshot.knobs, symbolic, llm, seed=seed, key=task.id)
         return ENVS[task.gym](task, snapshot.knobs, user, seed=seed, user_arm=arm,
                               persona=snapshot.personas.get("usergym", ""))
