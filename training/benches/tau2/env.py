@@ -137,7 +137,9 @@ class Tau2Env(TextEnv):
         if reply is not None:
             obs = self._apply_user_reply(reply, info)
             self.history.append({"role": "user", "content": obs})
-            if has_stop(reply.text, USER_STOP_TOKENS) or reply.failed:
+            if reply.failed:
+                end = "user_failed"        # the user backend broke: the episode fails (score 0)
+            elif has_stop(reply.text, USER_STOP_TOKENS):
                 end = "user_stop"
         if end is None and self.errors >= MAX_ERRORS:
             end = "too_many_errors"
@@ -146,7 +148,7 @@ class Tau2Env(TextEnv):
         reward = 0.0
         if terminated or truncated:
             self.done = True
-            premature = truncated or end == "too_many_errors"
+            premature = truncated or end in ("too_many_errors", "user_failed")
             self.score = score_episode(self.task.data, self.calls, self.agent_messages,
                                        premature=premature, world=self.world)
             reward = self.score.reward
@@ -190,9 +192,11 @@ class Tau2Env(TextEnv):
         """Record the reply's disclosures and run its phone actions (telecom); return the text
         the agent reads."""
         info["user_arm"] = self.arm or reply.arm
+        if reply.failed:
+            info["user_failed"], info["user_error"] = True, reply.error
         info["rule_id"] = reply.rule_id
         info["revealed_facts"] = list(reply.revealed_facts)
-        if not info.get("asked_question"):
+        if self.turn > 0 and not info.get("asked_question"):   # the opening is not a leak
             info["leaked_facts"] = [f for f in reply.revealed_facts if not self.revealed.get(f)]
         for fid in reply.revealed_facts:
             self.revealed[fid] = self.revealed.get(fid, 0) + 1
