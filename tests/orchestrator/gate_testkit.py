@@ -7,20 +7,29 @@ from pathlib import Path
 
 from orchestrator import gate
 from orchestrator.experiment_init import init_experiment
+from orchestrator.paths import project_root
 from orchestrator.workspace import Workspace
 
 PERSON = ("Pat Person", "pat@example.org")
 AGENT = ("claude", "claude@agents.eau")
 WHY = "\n\nWhy: a test write.\nExpect: the gate's verdict.\n"
-KINDS = {"travel": ["preference", "budget"], "function": ["rule"], "persuade": ["argument"],
-         "tau": ["intent"], "turtle": ["detail"], "intention": ["detail"], "telepathy": ["property"]}
+GYMS = ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy")
+
+
+def _kinds() -> dict[str, list[str]]:
+    """Fact kinds per UserGym gym as the gate would learn them from the bench: those the shipped
+    rules name, plus a few; never "shape" (a ColBench kind, used to test a refusal)."""
+    rules = json.loads((project_root() / "workspace/users/usergym/rules.json").read_text())
+    named = {k for r in rules["rules"] for k in r.get("kinds", [])}
+    return {g: sorted(named | {"preference", "budget", "rule"}) for g in GYMS}
+
 
 
 def make_experiment(tmp_path: Path, name: str = "exp", bench: str = "usergym") -> Path:
     exp = init_experiment(name, bench, tmp_path / "runs")
     cache = exp / ".gate-cache"
     cache.mkdir(exist_ok=True)                   # fact kinds known without asking the bench
-    (cache / "fact_kinds-usergym.json").write_text(json.dumps(KINDS))
+    (cache / "fact_kinds-usergym.json").write_text(json.dumps(_kinds()))
     return exp
 
 

@@ -260,3 +260,18 @@ def test_history_rewrite_is_refused(exp):
     assert "history rewrite" in v.reasons[0]
     assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
     assert knobs(ws)["agent"]["entropy_coeff"] == 0.002
+
+
+def test_rule_regex_that_backtracks_is_refused(exp):
+    ws = ws_of(exp)
+    rules = json.loads((ws.path / "users/usergym/rules.json").read_text())
+    rules["rules"].insert(0, {"id": "slow", "when": {"regex": "^(a+)+$"}, "reveal": "none", "say": "Hm."})
+    write(ws, {"users/usergym/rules.json": json.dumps(rules)})
+    commit(ws, "add a slow rule")
+    v = judge_one(exp)
+    assert "catastrophic backtracking" in v.reasons[0] and "^(a+)+$" in v.reasons[0], v.reasons
+    rules["rules"][0]["when"]["regex"] = r"\bbudget\b"
+    write(ws, {"users/usergym/rules.json": json.dumps(rules)})
+    commit(ws, "a fast rule")
+    v = judge_one(exp)
+    assert v.accepted, v.reasons
