@@ -209,3 +209,20 @@ def test_a_kind_no_task_has_is_refused():
     with pytest.raises(UnknownFactKind, match="'mood'.*kinds in the data: argument, edge_case"):
         make(user={"withhold_kinds": ["mood"]})
     assert BENCH.fact_kinds == set(FACT_KINDS) == set(BENCH.check_withhold(snapshot(user={"withhold_kinds": list(FACT_KINDS)}).knobs))
+
+
+def test_a_failed_user_backend_ends_the_episode_marked_failed():
+    class Broken:
+        def respond(self, state):
+            return UserReply(text="", arm="llm", failed=True, error="HTTP 500")
+    env = make(llm=Broken(), user={"strategy_mix": 0.0})
+    obs, reward, terminated, truncated, info = env.step("What unit is the weight in?")
+    assert terminated and not truncated and reward == 0.0 and "HTTP 500" in obs
+    assert info["user_failed"] and not info["success"]
+
+
+def test_thinking_is_ignored_and_the_marker_is_case_insensitive():
+    env = make(env={"min_questions": 1})
+    act = "<think>I WANT TO ANSWER: nope</think>Is zone 1 the cheapest?\ni want to answer:\n" + SHIP_CODE
+    _, reward, terminated, _, info = env.step(act)
+    assert terminated and reward == 1.0 and info["asked_question"]
