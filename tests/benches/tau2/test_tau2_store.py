@@ -14,8 +14,9 @@ def test_reads_copy_records_and_leave_the_base_alone():
     world = base.copy()
     assert isinstance(world["users"], CowTable)
     world["users"]["u1"]["tags"].append("b")
-    for user in world["users"].values():
-        user["name"] = user["name"].upper()
+    for key in world["users"]:
+        world["users"][key]["name"] = world["users"][key]["name"].upper()
+    assert [u["name"] for u in world["users"].values()] == ["ANN", "BOB"]
     world["plans"][0]["price"] = 0.0
     assert base.db == DB                                   # the base is untouched
     assert world["users"]["u1"] == {"name": "ANN", "tags": ["a", "b"]}

@@ -33,8 +33,9 @@ def fresh(value: Any) -> Any:
 
 
 class CowTable(dict):
-    """A table of records shared with a base table until a record is read; the first read of a
-    key replaces the shared record by a private copy, so tools may mutate what they read."""
+    """A table of records shared with a base table until a record is indexed; the first
+    `table[key]` replaces the shared record by a private copy, so tools may mutate what they
+    index (not what they iterate: see below)."""
 
     def __init__(self, base: dict, base_hashes: dict[str, str]):
         super().__init__(base)
@@ -56,11 +57,10 @@ class CowTable(dict):
     def get(self, key, default=None):
         return self[key] if key in self else default
 
-    def values(self) -> list:                   # type: ignore[override]
-        return [self[k] for k in self]
-
-    def items(self) -> list:                    # type: ignore[override]
-        return [(k, self[k]) for k in self]
+    # Iteration (values(), items()) is for searching and gives the records as they stand, shared
+    # ones included, WITHOUT copying: a tool must not mutate what it iterates; to change a record
+    # it indexes it (`table[key]`), which copies it first. (Copying on iteration would copy all
+    # 500 users of the real retail file for every email lookup.)
 
     def pop(self, key, *default):
         self.own.discard(key)
