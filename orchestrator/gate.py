@@ -182,8 +182,6 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
         revert = ws.commit_tree(live_tree, head, _revert_message(verdicts))
         if not ws.advance_main(revert, head):
             return None
-        ws.add_note(revert, json.dumps({"verdict": "accepted", "reasons": [],
-                                        "note": "revert commit made by the gate"}))
     new_live = new_live or revert or head
     if new_live != live:
         ws.set_ref(LIVE_REF, new_live)
@@ -194,6 +192,9 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
         ws.add_note(v.commit, json.dumps({"verdict": v.verdict, "reasons": v.reasons,
                                           "reverted_by": v.reverted_by}))
         ledger.append_line(exp_dir, {"type": "verdict", **asdict(v)})
+    if revert:      # noted last: a crash before this point leaves the pass to be judged again
+        ws.add_note(revert, json.dumps({"verdict": "accepted", "reasons": [],
+                                        "note": "revert commit made by the gate"}))
     return verdicts
 
 
