@@ -94,7 +94,7 @@ def test_a_turn_that_asks_and_answers_counts_as_a_question():
 
 def test_the_papers_always_ask_and_answer_policy_never_deadlocks():
     # the paper's counter skipped such turns: 41% of episodes deadlocked (appendix A.2, table 7)
-    for task in TRAIN[:10]:
+    for task in TRAIN[:5]:
         env = make(task, env={"min_questions": 1})
         out = env.step(answer(task.data["ground_truth"], "Anything else I should know?"))
         assert out[2] and not out[3] and out[4]["turn"] == 1
