@@ -12,6 +12,7 @@ from training.benches.base import UserReply
 from training.benches.colbench import BENCH, DEFAULT_RULES
 from training.benches.colbench.spec import FACT_KINDS
 from training.snapshot import Snapshot
+from training.users.llm import system_prompt
 from training.users.symbolic import UnknownFactKind
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -149,10 +150,12 @@ def test_llm_arm_sees_the_reference_and_answers_in_two_sentences():
     env = make(llm=llm, user={"strategy_mix": 0.0, "withhold_kinds": ["edge_case"]})
     obs, _, _, _, info = env.step("What is the weight unit?")
     assert info["user_arm"] == "llm" and obs == "The weight is in kilograms. Zones multiply the cost."
-    role = llm.states[0].extra["user_role"]
-    assert SHIP_CODE.strip() in role and "at most two sentences" in role
+    prompt = system_prompt(llm.states[0])          # what training.users.llm gives its model
+    assert SHIP_CODE.strip() in prompt and "at most two sentences" in prompt
     edge = next(f.text for f in SHIP.facts if f.kind == "edge_case")
-    assert "Do not reveal" in role and edge in role
+    unit = next(f.text for f in SHIP.facts if f.kind == "argument")
+    shared, hidden = prompt.split("Do not reveal")
+    assert unit in shared and edge not in shared and edge in hidden
     assert make(llm=llm, user={"strategy_mix": 1.0}).user_arm == "symbolic"
 
 

@@ -44,9 +44,12 @@ def first_sentences(text: str, n: int = 2) -> str:
     return " ".join(parts[:n])
 
 
-def collaborator_role(task: Task, withheld: list[str]) -> str:
-    """The LLM collaborator's instructions: the prompt holds the reference (paper appendix B)."""
+def collaborator_prompt(task: Task, withheld: list[str]) -> str:
+    """The LLM collaborator's system prompt (given whole to training.users.llm through
+    `extra["system_prompt"]`): it holds the reference (paper appendix B), the details that may be
+    shared, and those of a withheld kind, which must not be."""
     hide = [f.text for f in task.facts if f.kind in withheld]
+    share = [f.text for f in task.facts if f.kind not in withheld]
     lines = ["You are a human who asked an assistant to write a Python function. You privately hold "
              "the reference implementation below; the assistant cannot see it. Answer the "
              "assistant's question only from the reference, in at most two sentences, in plain "
@@ -54,6 +57,9 @@ def collaborator_role(task: Task, withheld: list[str]) -> str:
              "settle the question, say you do not know.",
              f"What the assistant was told: {task.prompt}",
              "Reference implementation:\n```python\n" + task.data["ground_truth"].rstrip() + "\n```"]
+    if share:
+        lines.append("Details you may share when the assistant asks about them:\n"
+                     + "\n".join(f"- {t}" for t in share))
     if hide:
         lines.append("Do not reveal these details even when asked: " + " ".join(hide))
     return "\n\n".join(lines)
@@ -107,8 +113,8 @@ class ColBenchEnv(TextEnv):
         return UserState(gym=GYM, task=self.task, turn=self.turn, agent_message=message,
                          history=list(self.history), revealed=dict(self.revealed),
                          questions_asked=self.questions, knobs=dict(self.user_knobs),
-                         extra={"act": "message", "user_role": collaborator_role(self.task, withheld),
-                                "max_sentences": 2})
+                         extra={"act": "message", "max_sentences": 2,
+                                "system_prompt": collaborator_prompt(self.task, withheld)})
 
     def complete(self, reply: UserReply | None):
         if self._pending is None:
