@@ -201,6 +201,10 @@ def _harder(node: dict, old: Any, new: Any) -> bool:
 
 def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateContext) -> list[str]:
     reasons = []
+    gyms = node.get("x-gyms")
+    if ctx.bench and isinstance(gyms, list) and not set(gyms) & set(ctx.bench_gyms()):
+        reasons.append(f"{KNOBS}: {path} has effect only on {', '.join(gyms)} (x-gyms), none of which "
+                       f"this {ctx.bench} experiment trains on ({', '.join(ctx.bench_gyms())}).")
     delta = node.get("x-max-delta")
     if is_number(delta) and is_number(old) and is_number(new) and abs(new - old) > delta + 1e-12:
         reasons.append(f"{KNOBS}: {path} {old} -> {new} changes by {abs(new - old):g}, over the "

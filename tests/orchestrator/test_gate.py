@@ -53,6 +53,7 @@ def test_valid_knob_change_is_accepted_and_live_moves(exp):
     ("env.travel.bogus_knob", 3, ["env.travel", "bogus_knob", "not allowed"]),
     ("reward.turn_reward_clip", {"min": 1.0, "max": 0.5}, ["turn_reward_clip.min 1.0 is above", "max 0.5"]),
     ("user.travel.withhold_kinds", ["shape"], ["withhold_kinds", "'shape'", "no travel task"]),
+    ("env.colbench.max_steps", 12, ["env.colbench.max_steps", "usergym experiment"]),
 ])
 def test_invalid_knob_writes_are_refused_and_reverted(exp, dotted, value, expected):
     ws = ws_of(exp)
@@ -275,3 +276,13 @@ def test_rule_regex_that_backtracks_is_refused(exp):
     commit(ws, "a fast rule")
     v = judge_one(exp)
     assert v.accepted, v.reasons
+
+
+def test_knob_without_effect_on_the_bench_is_refused(tmp_path):
+    exp = make_experiment(tmp_path, "cb", bench="ColBench")
+    ws = ws_of(exp)
+    knob_commit(ws, "reward.predicate_weight", 0.2)          # function only (paper table 8, note a)
+    v = judge_one(exp)
+    assert "predicate_weight has effect only on function" in v.reasons[0], v.reasons
+    knob_commit(ws, "user.colbench.match_threshold", 0.4)     # easier: accepted without metrics
+    assert judge_one(exp).accepted
