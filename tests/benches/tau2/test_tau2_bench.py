@@ -64,8 +64,12 @@ def test_system_prompt_has_policy_tools_and_format():
     task = BENCH.load_tasks("test", ["airline"])[0]
     prompt = BENCH.system_prompt(task)
     assert "Airline agent policy" in prompt and "<tool_call>" in prompt and "###STOP###" in prompt
-    tools = [json.loads(line) for line in prompt.splitlines() if line.startswith('{"name"')]
-    assert {t["name"] for t in tools} >= {"book_reservation", "get_flight_status"}
+    tools = [line for line in prompt.splitlines() if line.startswith("- ") and "[" in line]
+    assert len(tools) == 14
+    assert ("- get_reservation_details(reservation_id: str (e.g. '8JX2WO')) [read]: Return a "
+            "reservation") in prompt
+    assert 'cabin: "business"|"economy"|"basic_economy"' in prompt
+    assert "flights: list[{flight_number, date}]" in prompt
 
 
 def test_user_prompt_holds_the_scenario_stop_tokens_and_phone_tools():

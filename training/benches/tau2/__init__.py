@@ -15,6 +15,7 @@ and tau2-bench's files by path), scoring.py, env.py (the text environment), user
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,10 @@ class Tau2Bench:
     name = "tau2"
     gyms = DOMAINS
     # Fixed evaluation (DESIGN.md "Evaluation is walled off"): tau2's own protocol, whatever the
-    # workspace says: the test split, 50 agent turns, 10 tool errors, the LLM user at temperature 0.
-    eval_protocol: dict[str, Any] = {"split": "test", "max_steps": 50, "max_errors": 10,
-                                     "user": "llm", "user_temperature": 0.0,
-                                     "reward": "product of the task's reward_basis parts"}
+    # workspace says: the test split, 50 agent turns, the LLM user at temperature 0 (10 tool
+    # errors end an episode: env.MAX_ERRORS).
+    eval_protocol: dict[str, Any] = {"split": "test", "max_steps": 50, "user": "llm",
+                                     "user_temperature": 0.0}
 
     def load_tasks(self, split: str, gyms: list[str] | tuple[str, ...] | None = None,
                    data_dir: str | Path | None = None) -> list[Task]:
@@ -75,12 +76,44 @@ class Tau2Bench:
 
     def system_prompt(self, task: Task) -> str:
         """The agent's instructions: the domain policy, the tools (JSON schemas), the format."""
-        specs = [s.as_openai()["function"] for s in get_domain(task.gym).tools.specs()]
         return "\n\n".join([
             f"You are a customer service agent ({task.gym}). Help the customer within the policy.",
             "## Policy\n" + task.data["policy"].strip(),
-            "## Tools\n" + "\n".join(json.dumps(s) for s in specs),
+            "## Tools\n" + render_tools(get_domain(task.gym).tools.specs()),
             ACTION_FORMAT])
+
+
+_EXAMPLE = re.compile(r"such as (\'[^\']*\'|\"[^\"]*\"|\[[^\]]*\]|\{[^}]*\})")
+
+
+def _type(schema: dict) -> str:
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if schema.get("type") == "array":
+        return f"list[{_type(schema.get('items', {}))}]"
+    if schema.get("type") == "object" and "properties" in schema:
+        return "{" + ", ".join(schema["properties"]) + "}"
+    return {"string": "str", "integer": "int", "number": "float", "boolean": "bool"}.get(
+        schema.get("type", ""), schema.get("type", "any"))
+
+
+def render_tools(specs) -> str:
+    """One line per tool: its signature (argument types, an example value from the docstring) and
+    its description. Shorter than JSON schemas by half, which small policies on a CPU budget need
+    (about 1,900 prompt tokens instead of 3,100 for retail)."""
+    lines = []
+    for spec in specs:
+        args = []
+        for name, schema in spec.parameters["properties"].items():
+            arg = f"{name}: {_type(schema)}"
+            example = _EXAMPLE.search(schema.get("description", ""))
+            if example and "enum" not in schema:
+                arg += f" (e.g. {example.group(1)})"
+            if name not in spec.parameters["required"]:
+                arg += " = optional"
+            args.append(arg)
+        lines.append(f"- {spec.name}({', '.join(args)}) [{spec.kind}]: {spec.description}")
+    return "\n".join(lines)
 
 
 _SYMBOLIC_CACHE: dict[str, Any] = {}
