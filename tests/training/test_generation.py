@@ -1,0 +1,115 @@
+"""Generation backends (training/generation.py): what the rollout code relies on.
+
+Greedy output of the fast decode loop equals Hugging Face's plain `generate` token for token (on
+the CPU the loop runs eagerly; on CUDA, as graph replays: the gpu-marked test); stop ids cut the
+output after the first stop; seeded sampling repeats; top-p keeps only the nucleus.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.generation import (GenerationConfigError, left_pad, make_generator, sample_next,
+                                 trim)
+
+
+class Tok:
+    pad_token_id = 0
+    eos_token_id = 1
+
+
+def _model(device="cpu", dtype=torch.float32):
+    """Random Llama whose greedy continuations vary (init 0.3: not a constant echo)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, initializer_range=0.3,
+                      pad_token_id=0, eos_token_id=1)
+    return LlamaForCausalLM(cfg).to(device=device, dtype=dtype).eval()
+
+
+def _prompts(seed=1, lengths=(5, 2, 17, 9, 1)):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(2, 300, (n,), generator=g).tolist() for n in lengths]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return _model()
+
+
+def test_graph_loop_greedy_equals_plain_generate(model):
+    prompts = _prompts()
+    plain = make_generator(model, Tok, "plain").generate(prompts, 24, greedy=True)
+    fast = make_generator(model, Tok, "graph").generate(prompts, 24, greedy=True)
+    assert fast == plain
+    assert len({tuple(r) for r in plain}) == len(plain)          # the case is not trivial
+    assert all(len(set(r)) > 3 for r in plain)
+
+
+def test_stop_ids_cut_after_first_stop_like_plain(model):
+    prompts = _prompts(seed=2)
+    free = make_generator(model, Tok, "plain").generate(prompts, 20, greedy=True)
+    stop = [free[0][4], free[2][7]]
+    plain = make_generator(model, Tok, "plain").generate(prompts, 20, greedy=True, stop_ids=stop)
+    fast = make_generator(model, Tok, "graph", check_every=2).generate(prompts, 20, greedy=True,
+                                                                       stop_ids=stop)
+    assert fast == plain
+    assert plain[0] == trim(free[0], stop) and plain[0][-1] in stop and len(plain[0]) <= 5
+    assert all(t not in stop for r in fast for t in r[:-1])
+
+
+def test_more_prompts_than_batch_and_reuse_across_calls(model):
+    prompts = _prompts(seed=3, lengths=(3, 8, 4, 6, 2))
+    plain = make_generator(model, Tok, "plain").generate(prompts, 12, greedy=True)
+    gen = make_generator(model, Tok, "graph", max_batch=2)
+    assert gen.generate(prompts, 12, greedy=True) == plain
+    assert gen.generate(prompts[:3], 12, greedy=True) == plain[:3]   # buffers reused
+
+
+def test_seeded_sampling_repeats_and_differs_by_seed(model):
+    gen = make_generator(model, Tok, "graph")
+    prompts = _prompts(seed=4)
+    a = gen.generate(prompts, 16, temperature=1.0, seed=7)
+    assert gen.generate(prompts, 16, temperature=1.0, seed=7) == a
+    assert gen.generate(prompts, 16, temperature=1.0, seed=8) != a
+    assert all(len(r) == 16 for r in a)
+
+
+def test_top_p_samples_only_from_the_nucleus():
+    logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])).repeat(4000, 1)  # (B, V)
+    g = torch.Generator().manual_seed(0)
+    draws = sample_next(logits, torch.tensor(1.0), torch.tensor(0.7), torch.tensor(False), g)
+    counts = torch.bincount(draws, minlength=4).float() / len(draws)
+    assert counts[2] == 0 and counts[3] == 0                       # outside the 0.8 nucleus
+    assert abs(counts[0] - 0.5 / 0.8) < 0.03
+    full = sample_next(logits, torch.tensor(1.0), torch.tensor(1.0), torch.tensor(False), g)
+    assert abs(torch.bincount(full, minlength=4)[3].item() / 4000 - 0.05) < 0.015
+    greedy = sample_next(logits[:3], torch.tensor(1.0), torch.tensor(1.0), torch.tensor(True), g)
+    assert greedy.tolist() == [0, 0, 0]
+
+
+def test_helpers_and_errors(model):
+    assert trim([5, 6, 1, 7], [1]) == [5, 6, 1]
+    ids, mask = left_pad([[4, 5], [6]], 0, "cpu")
+    assert ids.tolist() == [[4, 5], [0, 6]] and mask.tolist() == [[1, 1], [0, 1]]
+    with pytest.raises(GenerationConfigError, match="unknown generation backend"):
+        make_generator(model, Tok, "fastest")
+    with pytest.raises(GenerationConfigError, match="at least one token"):
+        make_generator(model, Tok, "graph").generate([[3], []], 4)
+    assert make_generator(model, Tok, "auto").__class__.__name__ == "HFGenerator"   # CPU
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [3, 64])
+def test_cuda_graph_greedy_equals_plain_on_gpu(batch):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    m = _model("cuda")
+    prompts = _prompts(seed=5, lengths=tuple(1 + (7 * i) % 40 for i in range(batch)))
+    plain = make_generator(m, Tok, "plain").generate(prompts, 32, greedy=True)
+    gen = make_generator(m, Tok, "auto")
+    assert gen.__class__.__name__ == "GraphGenerator" and gen.use_graph
+    assert gen.generate(prompts, 32, greedy=True) == plain
+    assert gen.generate(prompts, 32, greedy=True, stop_ids=[plain[0][3]]) == \
+        make_generator(m, Tok, "plain").generate(prompts, 32, greedy=True, stop_ids=[plain[0][3]])
