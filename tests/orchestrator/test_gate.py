@@ -286,3 +286,17 @@ def test_knob_without_effect_on_the_bench_is_refused(tmp_path):
     assert "predicate_weight has effect only on function" in v.reasons[0], v.reasons
     knob_commit(ws, "user.colbench.match_threshold", 0.4)     # easier: accepted without metrics
     assert judge_one(exp).accepted
+
+
+def test_withhold_kinds_are_checked_against_the_real_bench_tasks(tmp_path):
+    from orchestrator.experiment_init import init_experiment
+    exp = init_experiment("cb2", "colbench", tmp_path / "runs")     # no cached kinds: asks the bench
+    write_metrics(exp, [{"step": i, "success/colbench": 0.9} for i in range(10)])
+    ws = ws_of(exp)
+    knob_commit(ws, "user.colbench.withhold_kinds", ["shape"])
+    v = judge_one(exp)
+    assert v.accepted, v.reasons
+    knob_commit(ws, "user.colbench.withhold_kinds", ["shape", "colour"])
+    v = judge_one(exp)
+    assert "names fact kind 'colour', which no colbench task has" in v.reasons[0], v.reasons
+    assert json.loads((exp / ".gate-cache" / "fact_kinds-colbench.json").read_text())["colbench"]
