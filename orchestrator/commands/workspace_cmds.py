@@ -120,8 +120,9 @@ def cmd_log(args) -> int:
         if r["type"] == "applied":
             applied.setdefault(r.get("commit"), []).append(f"{r.get('run')}@{r.get('step')}")
         elif r["type"] == "effect":
-            effects.setdefault(r.get("commit"), []).append(
-                f"{r.get('metric')} {r.get('delta', 0):+.3g} ({r.get('label')})")
+            delta = r.get("delta")
+            delta = f"{delta:+.3g}" if isinstance(delta, (int, float)) else str(delta)
+            effects.setdefault(r.get("commit"), []).append(f"{r.get('metric')} {delta} ({r.get('label')})")
     table = Table(title=f"interventions of {name}", show_lines=True)
     for col in ("commit", "author", "files and knob changes", "verdict", "applied", "effect"):
         table.add_column(col, overflow="fold")
