@@ -61,7 +61,9 @@ def _exp_dir(name: str, override: str | None) -> Path:
 
 
 def _print_verdict(v: dict, sha: str) -> None:
-    print(f"{v.get('verdict', '?'):8} {sha[:10]}")
+    changes = ", ".join(f"{k['path']} {json.dumps(k['old'])} -> {json.dumps(k['new'])}"
+                        for k in v.get("knob_changes") or [])
+    print(f"{v.get('verdict', '?'):8} {sha[:10]}" + (f"  {changes}" if changes else ""))
     for r in v.get("reasons") or []:
         print(f"         - {r}")
     if v.get("reverted_by"):
