@@ -99,3 +99,13 @@ def test_agent_identity_and_trailers():
     assert not is_agent_author(person)
     assert is_agent_author(CommitInfo("s", None, "t", "x", "c", "codex@agents.eau"))
     assert is_agent_author(CommitInfo("s", None, "t", msg, "Pat", "pat@example.org"))
+
+
+def test_advance_main_keeps_a_persons_unrelated_uncommitted_edit(ws):
+    first = ws.main()
+    (ws.path / "knobs.json").write_text('{"a": 9}\n')
+    second = ws.commit_all("nine", PERSON, verify=False)
+    (ws.path / "rewards" / "r.py").write_text("APPLIES_TO = ['travel']\n")   # being edited
+    assert ws.advance_main(ws.commit_tree(ws.tree_of(first), second, "back"), second)
+    assert (ws.path / "knobs.json").read_text() == '{"a": 1}\n'
+    assert (ws.path / "rewards" / "r.py").read_text() == "APPLIES_TO = ['travel']\n"
