@@ -168,3 +168,22 @@ def test_symbolic_user_discloses_identity_when_asked(snapshot):
     obs, *_, info = env.step(question)
     assert known.text in obs and info["revealed_facts"] == [known.id]
     assert info["rule_id"] == "answer-matched" and info["leaked_facts"] == []
+
+
+def test_whole_retail_episode_against_the_symbolic_user(snapshot):
+    """A scripted agent that follows the policy solves a shipped task with the symbolic arm."""
+    task = task_of("retail", "cancel")
+    env = BENCH.make_env(task, snapshot, seed=3)
+    opening, info = env.reset()
+    assert "cancel your order" not in opening and "cancel my order" in opening
+    obs, *_ = env.step("I can help. Could you give me your email, or your name and zip code?")
+    assert obs and obs != "Sorry, I don't know that."
+    obs, *_ = env.step("What is the reason for the cancellation?")
+    assert "longer need" in obs or "by mistake" in obs               # the rest of the request
+    for action in task.data["actions"][:-1]:
+        env.step(as_call(action))
+    obs, *_ = env.step("I will cancel the order now. Shall I proceed?")
+    assert obs == "Yes, please go ahead."
+    env.step(as_call(task.data["actions"][-1]))
+    obs, reward, terminated, truncated, info = env.step("Your order is cancelled. Anything else?")
+    assert "###STOP###" in obs and terminated and reward == 1.0 and info["rule_id"] == "done"
