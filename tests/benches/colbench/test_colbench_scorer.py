@@ -123,11 +123,12 @@ def test_escaping_the_sandbox_scores_zero_and_harms_nothing(name, caught, tmp_pa
 
 
 @pytest.mark.parametrize("code", ["import sys\nsys.exit(0)\n",
-                                  "def double(x):\n    exit(3)\n",
-                                  "import os\ndef double(x):\n    os._exit(0)\n"])
+                                  "def double(x):\n    exit(3) if x == 5 else None\n    return 2 * x\n",
+                                  "import os\ndef double(x):\n    os._exit(0) if x == 5 else None\n"
+                                  "    return 2 * x\n"])
 def test_calling_exit_scores_zero_and_the_caller_lives_on(code):
-    s = score(code)
-    assert s.pass_rate == 0.0 and not s.success
+    s = score(code)        # right on two tests, but ends its process on the third: 0 overall
+    assert s.pass_rate == 0.0 and not s.success and s.kind == "exit"
     assert score("def double(x):\n    return 2 * x\n").success     # still scoring afterwards
 
 

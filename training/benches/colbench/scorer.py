@@ -6,8 +6,9 @@ Definitions (issue 5; ColBench backend programming):
   None output never counts); it PASSES when the answer's call returns an equal value.
   Pass    = passed / counted (0.0 when nothing counts)
   Success = counted > 0 and every counted test passes
-Code that tries to leave its sandbox (files outside its folder, sockets, fork/exec, ctypes) scores
-0 on the whole answer, whatever else it got right. Crashes, timeouts, memory and output limits fail
+Code that tries to leave its sandbox (files outside its folder, sockets, fork/exec, ctypes) or
+ends its own process (sys.exit, exit(), os._exit) scores 0 on the whole answer, whatever else it
+got right. Crashes, timeouts, memory and output limits fail
 the tests they hit; the trainer's process is never the one running the code.
 
 Reference outputs are computed once per task (same sandbox) and cached in memory, keyed by the
@@ -31,6 +32,7 @@ from training.sandbox import Limits, SandboxResult, run_calls
 # the whole process (an answer that loops forever costs at most ~4 s, not 1 s x every test).
 LIMITS = Limits(wall_s=5.0, cpu_s=4.0, memory_mb=512, max_output_bytes=100_000)
 PER_CALL_S = 1.0
+_SELF_EXIT = re.compile(r"exited with code \d")      # >= 0: it exited; a signal gives a negative code
 _FENCE = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.S | re.I)
 
 
@@ -52,7 +54,7 @@ class Score:
     success: bool                 # Success: every counted test passed
     passed: int
     counted: int
-    kind: str                     # ok | no_code | forbidden | reference_error
+    kind: str                     # ok | no_code | forbidden | exit | reference_error
     tests: tuple[TestOutcome, ...] = ()
     wall_s: float = 0.0
 
@@ -110,6 +112,17 @@ class ReferenceCache:
 REFERENCES = ReferenceCache()
 
 
+def escape_kind(results: list[SandboxResult]) -> str | None:
+    """"forbidden" when the code tried to leave the sandbox (even if it caught the refusal),
+    "exit" when it ended its own process (sys.exit, exit(), os._exit): both score 0 (issue 5)."""
+    if any(r.kind == "forbidden" for r in results):
+        return "forbidden"
+    if any((r.error or "").startswith("SystemExit") or
+           (r.kind == "crash" and _SELF_EXIT.search(r.error or "")) for r in results):
+        return "exit"
+    return None
+
+
 def score_answer(task: Task, answer: str, *, cache: ReferenceCache = REFERENCES,
                  limits: Limits = LIMITS, per_call_s: float = PER_CALL_S) -> Score:
     """Score the agent's answer text (code, fenced or not) on `task`'s hidden tests."""
@@ -130,8 +143,9 @@ def score_answer(task: Task, answer: str, *, cache: ReferenceCache = REFERENCES,
         passed = counted and res.ok and same(ref.value, res.value)
         outcomes.append(TestOutcome(name, expr, ref.value, res.value, counted, passed, res.kind,
                                     res.error))
-    if any(r.kind == "forbidden" for r in results):
-        return Score(0.0, False, 0, len(counted_idx), "forbidden", tuple(outcomes), wall)
+    escape = escape_kind(results)
+    if escape:
+        return Score(0.0, False, 0, len(counted_idx), escape, tuple(outcomes), wall)
     passed = sum(o.passed for o in outcomes)
     return Score(passed / len(counted_idx), passed == len(counted_idx), passed, len(counted_idx),
                  "ok", tuple(outcomes), wall)
