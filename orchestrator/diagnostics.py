@@ -252,10 +252,10 @@ def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
         rate = len(leaky) / len(turns)
         if rate >= LEAK_RATE:
             kinds: dict[str, int] = {}
-            for t in leaky:
+            for t in leaky:     # trainer logs hold fact ids; a kind only where a fact dict says it
                 for f in t["leaked_facts"]:
-                    kind = f.get("kind", "?") if isinstance(f, dict) else str(f).split(":")[0]
-                    kinds[kind] = kinds.get(kind, 0) + 1
+                    if isinstance(f, dict) and f.get("kind"):
+                        kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
             out.append(Finding("leak", gym,
                                f"{rate:.0%} of recent {gym} user replies reveal hidden facts unasked.",
                                {"rate": round(rate, 3), "turns": len(turns), "kinds": kinds}))

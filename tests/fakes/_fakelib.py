@@ -15,6 +15,17 @@ import time
 from pathlib import Path
 
 
+def mode(default: str = "edit") -> str:
+    """FAKE_MODE, else the mode for this session in $HOME/fake-modes.json ({"s001": "hang"}),
+    so a whole experiment can give each session its own behaviour."""
+    if os.environ.get("FAKE_MODE"):
+        return os.environ["FAKE_MODE"]
+    path = Path(os.environ.get("HOME", "/nonexistent")) / "fake-modes.json"
+    if path.exists():
+        return json.loads(path.read_text()).get(os.environ.get("EAU_SESSION", ""), default)
+    return default
+
+
 def log_call(name: str) -> None:
     if os.environ.get("FAKE_LOG"):
         st = os.fstat(0)

@@ -1,0 +1,317 @@
+"""`orchestrator start | status | stop | agents`: running an experiment with its meta-agent.
+
+start   creates (or continues) an experiment, starts the trainer and, every K steps or T minutes,
+        one meta-agent session while training goes on (orchestrator.experiment); a rich live
+        view shows progress over steps, the latest metrics and the sessions
+status  run, step, latest metrics, pending and recent interventions, sessions and their cost
+stop    SIGTERM to the running `start` (or straight to the trainer when `start` is gone): the
+        trainer checkpoints the last finished step, then stops; `start --exp NAME` resumes it
+agents  which adapters are usable on this machine and why not
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from orchestrator import diagnostics, ledger
+from orchestrator.errors import UserError
+from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
+from orchestrator.paths import runs_dir
+
+MAIN_METRICS = ("reward/mean", "episode/turns", "episode/question_rate", "user/leak_rate",
+                "actor/entropy", "kl/ref", "perf/step_s")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("start", help="train with a meta-agent co-evolving the training system")
+    p.add_argument("--agent", default="builtin", choices=("claude-code", "codex", "builtin", "command", "none"))
+    p.add_argument("--bench", default=None, help="usergym, colbench or tau2 (needed for a new experiment)")
+    p.add_argument("--exp", default=None, help="experiment name (default: BENCH-AGENT); an existing one continues")
+    p.add_argument("--every", type=int, default=10, help="a session every K trainer steps (default 10)")
+    p.add_argument("--minutes", type=float, default=None, help="or every T minutes, whichever comes first")
+    p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"))
+    p.add_argument("--steps", type=int, default=None, help="PPO steps of the run (trainer.total_steps)")
+    p.add_argument("--model", default=None, help="policy: a local folder or a cached hub id (default: SmolLM2-135M)")
+    p.add_argument("--skill", default="eau", choices=("eau", "generic"))
+    p.add_argument("--max-runs", type=int, default=DEFAULT_CAP, help="cap of runs, restarts included (default 5)")
+    p.add_argument("--agent-cmd", default=None, help="the program of --agent command (quoted)")
+    p.add_argument("--session-minutes", type=float, default=10.0, help="wall-clock limit of one session")
+    p.add_argument("--window", type=int, default=10, help="W: steps before/after for measured effects")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override, dotted (e.g. --set data.train_batch_size=4)")
+    p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
+    p.set_defaults(func=cmd_start)
+
+    p = sub.add_parser("status", help="where an experiment stands")
+    p.add_argument("exp", nargs="?")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("stop", help="checkpoint and stop a running experiment")
+    p.add_argument("exp", nargs="?")
+    p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the checkpoint")
+    p.set_defaults(func=cmd_stop)
+
+    p = sub.add_parser("agents", help="which meta-agent adapters are usable here")
+    p.set_defaults(func=cmd_agents)
+
+
+def _parse_sets(items: list[str]) -> dict:
+    import json
+
+    out = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--set {item!r} must look like KEY=VALUE (e.g. data.train_batch_size=4).")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _exp_name(args, root: Path) -> str:
+    if args.exp:
+        return args.exp
+    if not args.bench:
+        raise UserError("give --bench B for a new experiment, or --exp NAME to continue one.")
+    return f"{args.bench.lower()}-{args.agent}"
+
+
+# -- start ------------------------------------------------------------------------------------
+def cmd_start(args) -> int:
+    root = runs_dir(args.runs_dir)
+    name = _exp_name(args, root)
+    bench = args.bench
+    if bench is None:
+        meta = root / name / "experiment.json"
+        if not meta.exists():
+            raise UserError(f"no experiment {name!r} in {root}: give --bench B to create it.")
+        bench = Experiment(root / name).meta["bench"]
+    opts = StartOptions(bench=bench, agent=args.agent, every=args.every, minutes=args.minutes,
+                        preset=args.preset, steps=args.steps, model=args.model, skill=args.skill,
+                        max_runs=args.max_runs,
+                        agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
+                        session_time_s=60.0 * args.session_minutes, window=args.window,
+                        overrides=_parse_sets(args.set))
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    view = LiveView(root / name, enabled=not args.no_live)
+    try:
+        with view:
+            exp, final = run_experiment(name, opts, root, stop=stop, on_tick=view.update)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    Console().print(f"experiment {name}: {final} ({', '.join(r['name'] + ' ' + r['state'] for r in exp.runs)}); "
+                    f"see `orchestrator log {name}`.")
+    return 0 if final in ("finished", "stopped") else 1
+
+
+class LiveView:
+    """Progress over steps, the latest metrics and the last sessions, refreshed every tick."""
+
+    def __init__(self, exp_dir: Path, enabled: bool = True):
+        self.exp_dir, self.enabled = exp_dir, enabled
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn())
+        self.task = None
+        self.live: Live | None = None
+        self.last_step = -1
+
+    def __enter__(self) -> "LiveView":
+        if self.enabled:
+            self.live = Live(self.progress, refresh_per_second=2, transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def update(self, st: dict) -> None:
+        run_dir = self.exp_dir / st["run"]
+        if not self.enabled:
+            if st["step"] != self.last_step:
+                self.last_step = st["step"]
+                m = diagnostics.read_metrics(run_dir)[-1:] or [{}]
+                print(f"{st['run']} step {st['step']}/{st['total_steps']} reward/mean "
+                      f"{m[0].get('reward/mean', float('nan')):.3f} sessions {st['sessions']}"
+                      f"{' (running)' if st['session_running'] else ''}", flush=True)
+            return
+        if self.task is None or self.progress.tasks[self.task].description != st["run"]:
+            self.task = self.progress.add_task(st["run"], total=st["total_steps"])
+        self.progress.update(self.task, completed=st["step"])
+        self.live.update(Group(self.progress, _metrics_table(run_dir), _sessions_table(self.exp_dir, 4)))
+
+
+def _metrics_table(run_dir: Path) -> Table:
+    metrics = diagnostics.read_metrics(run_dir)
+    t = Table(title=f"{run_dir.name}: latest metrics", show_header=True)
+    t.add_column("metric")
+    t.add_column("latest", justify="right")
+    t.add_column("mean of last 10", justify="right")
+    if not metrics:
+        return t
+    names = list(MAIN_METRICS) + sorted(k for k in metrics[-1] if k.startswith("success/"))
+    for name in names:
+        series = diagnostics.metric_series(metrics, name)
+        if series:
+            t.add_row(name, f"{series[-1][1]:.4g}", f"{diagnostics.recent_mean(metrics, name, 10):.4g}")
+    return t
+
+
+def _sessions_table(exp_dir: Path, last: int) -> Table:
+    t = Table(title="meta-agent sessions", show_header=True)
+    for col in ("session", "agent", "status", "commits", "cost $", "s", "reason"):
+        t.add_column(col)
+    for s in ledger.read_lines(exp_dir, "session")[-last:]:
+        cost = s.get("cost_usd")
+        t.add_row(s.get("session_id", "?"), s.get("agent", "?"), s.get("status", "?"),
+                  ", ".join(c[:8] for c in s.get("commits") or []) or "-",
+                  "-" if cost is None else f"{cost:.4f}", f"{s.get('duration_s', 0):.0f}",
+                  (s.get("reason") or "")[:70])
+    return t
+
+
+# -- status -----------------------------------------------------------------------------------
+def _pick(args) -> Path:
+    from orchestrator.commands.workspace_cmds import _only_experiment
+
+    root = runs_dir(args.runs_dir)
+    name = args.exp or _only_experiment(args.runs_dir)
+    if not (root / name / "experiment.json").exists():
+        raise UserError(f"no experiment {name!r} in {root}: `orchestrator start --bench B --exp {name}` creates it.")
+    return root / name
+
+
+def _alive(pid) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+        return True
+    except (ProcessLookupError, PermissionError, ValueError):
+        return False
+
+
+def cmd_status(args) -> int:
+    exp = Experiment(_pick(args))
+    console = Console()
+    runs = exp.runs
+    state = exp.meta.get("state", "?")
+    if state == "running" and not _alive(exp.meta.get("pid")):
+        state = "stopped (the machine or the process stopped; `orchestrator start --exp NAME` resumes)"
+    console.print(f"[bold]{exp.dir.name}[/] ({exp.meta['bench']}): {state}; runs {len(runs)}/{exp.cap}; "
+                  f"agent {exp.meta.get('agent', '-')}")
+    if not runs:
+        return 0
+    cur = runs[-1]
+    run_dir = exp.dir / cur["name"]
+    metrics = diagnostics.read_metrics(run_dir)
+    step = metrics[-1]["step"] if metrics else 0
+    total = _total_steps(run_dir)
+    console.print(f"run {cur['name']} ({cur['reason']}, {cur['state']}): step {step}/{total}")
+    console.print(_metrics_table(run_dir))
+    live = exp.ws.rev("refs/eau/live")
+    pending = [c for c in _main_commits_after(exp, live)]
+    console.print(f"live commit {live[:10] if live else '-'}; commits waiting for the gate: {len(pending)}")
+    applied = {a["commit"]: a for a in ledger.read_lines(exp.dir, "applied")}
+    effects = {e["commit"]: e for e in ledger.read_lines(exp.dir, "effect")}
+    t = Table(title="recent interventions")
+    for col in ("commit", "by", "verdict", "applied", "effect"):
+        t.add_column(col)
+    for v in ledger.read_lines(exp.dir, "verdict")[-6:]:
+        a, e = applied.get(v["commit"]), effects.get(v["commit"])
+        t.add_row(v["commit"][:10], v.get("agent") or v.get("author_kind") or "?", v.get("verdict", "?"),
+                  f"{a['run']} step {a['step']}" if a else "pending",
+                  f"{e['label']} ({e['metric']} {e['delta']:+.3f})" if e else "-")
+    console.print(t)
+    sessions = ledger.read_lines(exp.dir, "session")
+    cost = sum(s.get("cost_usd") or 0.0 for s in sessions)
+    console.print(_sessions_table(exp.dir, 8))
+    console.print(f"sessions: {len(sessions)}, total cost ${cost:.4f}")
+    return 0
+
+
+def _total_steps(run_dir: Path) -> int:
+    import json
+
+    try:
+        return json.loads((run_dir / "config.json").read_text())["trainer"]["total_steps"]
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def _main_commits_after(exp: Experiment, live: str | None) -> list[str]:
+    if live is None:
+        return []
+    out = exp.ws.run("rev-list", f"{live}..refs/heads/main", check=False)
+    return out.split() if out else []
+
+
+# -- stop -------------------------------------------------------------------------------------
+def cmd_stop(args) -> int:
+    exp = Experiment(_pick(args))
+    pid = exp.meta.get("pid")
+    run = exp.runs[-1]["name"] if exp.runs else None
+    trainer_pid = None
+    if run and (exp.dir / run / "trainer.pid").exists():
+        trainer_pid = (exp.dir / run / "trainer.pid").read_text().strip()
+    target = pid if _alive(pid) else trainer_pid if _alive(trainer_pid) else None
+    if target is None:
+        print(f"experiment {exp.dir.name} is not running.")
+        return 0
+    os.kill(int(target), signal.SIGTERM)
+    deadline = time.time() + args.wait
+    while time.time() < deadline and (_alive(target) or _alive(trainer_pid)):
+        time.sleep(0.5)
+    if _alive(trainer_pid):
+        raise UserError(f"the trainer (pid {trainer_pid}) is still checkpointing after {args.wait:.0f} s: "
+                        f"wait, or run `orchestrator stop` again.")
+    print(f"experiment {exp.dir.name} stopped after a checkpoint; `orchestrator start --exp {exp.dir.name}` resumes it.")
+    return 0
+
+
+# -- agents -----------------------------------------------------------------------------------
+def agent_availability() -> list[tuple[str, bool, str]]:
+    """(agent, usable, why) for each adapter, from what this machine has."""
+    rows = [("builtin", True, "offline; always available")]
+    claude = shutil.which("claude")
+    creds = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("CLAUDE_CODE_OAUTH_TOKEN")
+                 or (Path.home() / ".claude" / ".credentials.json").exists())
+    rows.append(("claude-code", bool(claude and creds),
+                 "claude is not installed (npm install -g @anthropic-ai/claude-code)" if not claude else
+                 f"{claude}; credentials found" if creds else
+                 f"{claude}, but no credentials (ANTHROPIC_API_KEY or `claude /login`)"))
+    codex = shutil.which("codex")
+    ccreds = bool(os.environ.get("OPENAI_API_KEY") or
+                  (Path(os.environ.get("CODEX_HOME", Path.home() / ".codex")) / "auth.json").exists())
+    rows.append(("codex", bool(codex and ccreds),
+                 "codex is not installed (npm install -g @openai/codex)" if not codex else
+                 f"{codex}; credentials found" if ccreds else
+                 f"{codex}, but no credentials (OPENAI_API_KEY or `codex login`)"))
+    rows.append(("command", True, "any executable given with --agent-cmd"))
+    return rows
+
+
+def cmd_agents(args) -> int:
+    t = Table(title="meta-agent adapters")
+    for col in ("agent", "usable", "why"):
+        t.add_column(col)
+    for name, ok, why in agent_availability():
+        t.add_row(name, "yes" if ok else "no", why)
+    Console().print(t)
+    return 0

@@ -1,0 +1,108 @@
+"""End to end: the meta-agent loop around a training run.
+
+- The built-in agent with the real trainer on a tiny model: a user arm planted to leak (the
+  colbench collaborator volunteers a hidden fact every turn) is diagnosed from the trajectories,
+  the fix is committed, passes the gate, is applied by the running trainer, and user/leak_rate
+  falls; the ledger and `git log` show it. (slow: a few real PPO steps on the CPU)
+- The same loop with the fake `claude` and `codex` executables (tests/fakes), one behaviour per
+  session: no credentials, a hang killed at its time limit, an edit outside the workspace refused,
+  then a good edit; training goes on through all of them and the good edit is applied.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from runlogs import FAKES  # noqa: E402
+
+from orchestrator import ledger  # noqa: E402
+from orchestrator.experiment import StartOptions, run_experiment  # noqa: E402
+from orchestrator.experiment_init import init_experiment  # noqa: E402
+from orchestrator.workspace import Workspace  # noqa: E402
+
+
+def git(ws, *args):
+    return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True).stdout
+
+
+def plant(exp_dir: Path, path: list[str], value) -> str:
+    """A person's commit that plants a defect; the gate judges it like any other."""
+    ws = exp_dir / "workspace"
+    knobs = json.loads((ws / "knobs.json").read_text())
+    node = knobs
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    (ws / "knobs.json").write_text(json.dumps(knobs, indent=2) + "\n")
+    sha = Workspace(ws).commit_all(f"Plant a defect: {'.'.join(path)} = {value}\n\nWhy: test the loop.\n"
+                                   f"Expect: the meta-agent finds and repairs it.\n", ("tester", "t@x"))
+    from orchestrator import gate
+    assert gate.judge_pending(exp_dir)[0].accepted
+    return sha
+
+
+@pytest.mark.slow
+def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tiny_model_dir):
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp_dir = init_experiment("leak", "colbench", tmp_path)
+    plant(exp_dir, ["user", "colbench", "volunteer_interval"], 1)
+    opts = StartOptions(bench="colbench", agent="builtin", every=2, preset="cpu", steps=7, window=2,
+                        model=str(tiny_model_dir), poll_s=0.5,
+                        overrides={"data.train_batch_size": 2, "rollout.n": 1, "rollout.max_turns": 3,
+                                   "rollout.response_length": 12, "trainer.save_freq": 0,
+                                   "trainer.trajectories_per_step": 8})
+    exp, final = run_experiment("leak", opts, tmp_path)
+    assert final == "finished"
+    fixes = [s for s in ledger.read_lines(exp.dir, "session") if s["commits"]]
+    assert fixes, ledger.read_lines(exp.dir, "session")
+    fix = fixes[0]["commits"][0]
+    subject = git(exp.ws.path, "log", "-1", "--format=%s%n%ae%n%b", fix)
+    assert "volunteer_interval 1 -> 0" in subject and "builtin-s001@agents.eau" in subject
+    assert "Eau-Agent: builtin" in subject and "Why:" in subject
+    verdict = [v for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == fix]
+    assert verdict and verdict[0]["verdict"] == "accepted"
+    applied = [a for a in ledger.read_lines(exp.dir, "applied") if a["commit"] == fix]
+    assert applied, "the trainer never applied the fix"
+    step = applied[0]["step"]
+    rows = [json.loads(x) for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    before = [r["user/leak_rate"] for r in rows if r["step"] < step]
+    after = [r["user/leak_rate"] for r in rows if r["step"] >= step]
+    assert before and after and min(before) > 0.5 and max(after) < min(before)
+    assert rows[-1]["workspace/commit"].startswith(fix[:7]) or fix.startswith(str(rows[-1]["workspace/commit"]))
+
+
+def _cli_opts(agent, steps=48):
+    return StartOptions(bench="colbench", agent=agent, every=3, preset="cpu", steps=steps, window=5,
+                        trainer="fake_trainer", poll_s=0.1, session_time_s=1.5,
+                        overrides={"trainer.save_freq": 5})
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_cli_agents_through_the_loop_with_failing_sessions(agent, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "fake-modes.json").write_text(json.dumps(
+        {"s001": "nologin", "s002": "hang", "s003": "outside", "s004": "edit"}))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", f"{FAKES}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    monkeypatch.setenv("PYTHONPATH", str(FAKES))
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.25")
+    exp, final = run_experiment(f"{agent}-loop", _cli_opts(agent), tmp_path)
+    assert final == "finished"
+    sessions = ledger.read_lines(exp.dir, "session")
+    status = [s["status"] for s in sessions[:4]]
+    assert status[:2] == ["unavailable", "timeout"], sessions
+    assert status[2] in ("refused", "no_change") and sessions[2]["commits"] == []
+    assert status[3] == "ok" and len(sessions[3]["commits"]) == 1
+    config = json.loads((exp.dir / "run-001" / "config.json").read_text())
+    assert "hacked" not in config
+    good = sessions[3]["commits"][0]
+    assert f"Eau-Agent: {agent}" in git(exp.ws.path, "log", "-1", "--format=%B", good)
+    assert [v["verdict"] for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == good] == ["accepted"]
+    assert any(a["commit"] == good for a in ledger.read_lines(exp.dir, "applied"))
+    steps = [json.loads(x)["step"] for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 49))          # training went on through every failed session
