@@ -10,6 +10,7 @@ diff  two runs or experiments: workspace diff between their live commits, config
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 from rich.console import Console
@@ -163,15 +164,19 @@ def _resolve(spec: str, override: str | None) -> dict:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
+    """Whole JSON objects of a JSON-lines file; a corrupt or torn line is skipped with a warning
+    (a trainer killed mid-write leaves a half line; issue 9)."""
     out = []
     if path.exists():
-        for raw in path.read_text(errors="replace").splitlines():
+        for n, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):
             try:
                 rec = json.loads(raw)
             except ValueError:
-                continue
+                rec = None
             if isinstance(rec, dict):
                 out.append(rec)
+            elif raw.strip():
+                warnings.warn(f"{path}: line {n} skipped (corrupt or truncated)", stacklevel=2)
     return out
 
 
