@@ -151,3 +151,13 @@ def test_output_comparison():
     assert same(0.1 + 0.2, 0.3) and same([1, {"a": 2.0}], [1, {"a": 2}])
     assert not same(1, True) and not same("1", 1) and not same([1, 2], [2, 1])
     assert not same({"a": 1}, {"a": 1, "b": 2}) and same(True, True)
+
+
+def test_answers_run_in_a_clean_environment_and_a_temporary_folder(monkeypatch):
+    monkeypatch.setenv("EAU_SECRET_TOKEN", "hunter2")
+    code = (f"import os\nPROJECT = {str(PROJECT)!r}\n"
+            "def double(x):\n"
+            "    clean = 'EAU_SECRET_TOKEN' not in os.environ\n"
+            "    elsewhere = not os.getcwd().startswith(PROJECT)\n"
+            "    return 2 * x if clean and elsewhere else -1\n")
+    assert score(code).success
