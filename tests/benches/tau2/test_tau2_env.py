@@ -187,3 +187,16 @@ def test_whole_retail_episode_against_the_symbolic_user(snapshot):
     env.step(as_call(task.data["actions"][-1]))
     obs, reward, terminated, truncated, info = env.step("Your order is cancelled. Anything else?")
     assert "###STOP###" in obs and terminated and reward == 1.0 and info["rule_id"] == "done"
+
+
+def test_the_user_sees_messages_not_tool_calls_or_thoughts(snapshot):
+    task = task_of("retail", "cancel")
+    user = ScriptedUser()
+    env = Tau2Env(task, knobs(snapshot), user, seed=0)
+    env.reset()
+    env.step(as_call(task.data["actions"][0]))
+    env.step("<think>the user is Ann</think>Thanks, I found your account.")
+    state = user.seen[-1]
+    assert state.agent_message == "Thanks, I found your account."
+    assert [m["content"] for m in state.history if m["role"] == "agent"] == [
+        "Hi! How can I help you today?", "Thanks, I found your account."]

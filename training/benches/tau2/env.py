@@ -8,6 +8,7 @@ Agent actions, one per turn (`step(action)`), parsed by `parse_action`:
     `Error: ...` when the call failed).
   - anything else: a message to the user; the observation is the user's reply.
   - a message containing `###STOP###` ends the episode (tau2's agent stop).
+`<think>...</think>` blocks are dropped first (an unclosed one runs to the end of the message).
 The user ends the episode with `###STOP###`, `###TRANSFER###` or `###OUT-OF-SCOPE###`. In telecom
 the user acts on their own phone: a user reply may hold `<tool_call>` blocks for the user tools;
 they run on the phone, and the agent sees the reply with each block replaced by
@@ -34,6 +35,7 @@ MAX_ERRORS = 10
 GREETING = "Hi! How can I help you today?"
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+_THINK = re.compile(r"<think>.*?(</think>|$)", re.S)
 
 
 class ActionParseError(ValueError):
@@ -58,6 +60,7 @@ def _call_from_json(text: str) -> ToolCall:
 
 def parse_action(action: str) -> tuple[list[ToolCall], str]:
     """(tool calls, message text). Raises ActionParseError for a malformed tool call."""
+    action = _THINK.sub("", action)            # a reasoning model's thoughts reach no one
     tagged = _TAGGED.findall(action)
     if tagged:
         return [_call_from_json(t) for t in tagged], _TAGGED.sub("", action).strip()
@@ -117,10 +120,10 @@ class Tau2Env(TextEnv):
             info["tool_calls"].append({"name": None, "arguments": None, "result": str(exc),
                                        "error": True})
             return None
-        self.history.append({"role": "agent", "content": action})
-        if calls:
+        if calls:       # tool calls and their results are between the agent and the system
             self._pending["obs"] = self._run_agent_calls(calls, info)
             return None
+        self.history.append({"role": "agent", "content": text})
         self.agent_messages.append(text)
         if has_stop(text, (AGENT_STOP_TOKEN,)):
             info["answered"] = True
