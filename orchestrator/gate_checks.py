@@ -369,7 +369,15 @@ def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> li
     try:
         compile_rules(rules, kinds)
     except ValueError as exc:
-        reasons.append(f"{path}: {exc}")
+        return [f"{path}: {exc}"]
+    episodes = ctx.trajectory_episodes()
+    if episodes:
+        from orchestrator.rule_replay import replay
+        knobs, _ = load_json(ws, new_tree, KNOBS)
+        user_knobs = knobs.get("user", {}) if isinstance(knobs, dict) else {}
+        result = replay(bench, rules, user_knobs, episodes)
+        reasons += [f"{path}: replayed on recent transcripts, the symbolic user failed at {e}."
+                    for e in result["errors"]]
     return reasons
 
 

@@ -300,3 +300,34 @@ def test_withhold_kinds_are_checked_against_the_real_bench_tasks(tmp_path):
     v = judge_one(exp)
     assert "names fact kind 'colour', which no colbench task has" in v.reasons[0], v.reasons
     assert json.loads((exp / ".gate-cache" / "fact_kinds-colbench.json").read_text())["colbench"]
+
+
+def test_rules_are_replayed_on_recent_transcripts(exp, monkeypatch):
+    from orchestrator.rule_replay import replay
+    from training.benches import get_bench
+    task = next(t for t in get_bench("usergym").load_tasks("train") if t.gym == "travel")
+    ep = {"gym": "travel", "task_id": task.id, "user_arm": "symbolic", "score": 0, "success": False,
+          "turns": [{"turn": 1, "agent": "[action] What do you prefer?", "asked_question": True},
+                    {"turn": 2, "agent": "[answer] Option 1", "asked_question": False}]}
+    rules = json.loads((ws_of(exp).path / "users/usergym/rules.json").read_text())
+    out = replay("usergym", rules, {"travel": {"match_threshold": 0.0, "max_reveals": 8}}, [ep])
+    assert out["errors"] == [] and out["turns"] == 2 and sum(out["fired"].values()) == 2
+    out = replay("usergym", rules, {"travel": {"withhold_kinds": ["no-such-kind"]}}, [ep])
+    assert "UnknownFactKind" in out["errors"][0] and task.id in out["errors"][0]
+
+    traj = exp / "run-001" / "trajectories" / "step-000001.jsonl"      # the gate replays them
+    traj.parent.mkdir(parents=True)
+    traj.write_text(json.dumps(ep) + "\n")
+    ws = ws_of(exp)
+    rules["rules"].insert(0, {"id": "greet", "when": {"regex": "hello"}, "reveal": "none", "say": "Hi."})
+    write(ws, {"users/usergym/rules.json": json.dumps(rules)})
+    commit(ws, "greet back")
+    v = judge_one(exp)
+    assert v.accepted, v.reasons
+    import orchestrator.rule_replay as rr                              # the gate refuses on failures
+    monkeypatch.setattr(rr, "replay", lambda *a: {"errors": ["turn 1 of task t: KeyError: 'x'"]})
+    rules["rules"][0]["say"] = "Hello."
+    write(ws, {"users/usergym/rules.json": json.dumps(rules)})
+    commit(ws, "greet differently")
+    v = judge_one(exp)
+    assert "replayed on recent transcripts, the symbolic user failed at turn 1 of task t" in v.reasons[0]
