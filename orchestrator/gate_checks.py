@@ -332,6 +332,9 @@ def _walk(value: Any, where: str = ""):
 
 
 def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> list[str]:
+    """users/<bench>/rules.json: its schema, regexes that compile and finish on recent agent
+    messages, `compile_rules` (fact kinds the bench's tasks have, knob references), and a replay
+    of the symbolic user on recent transcripts (orchestrator.rule_replay)."""
     rules, err = load_json(ws, new_tree, path)
     if err:
         return [err]
