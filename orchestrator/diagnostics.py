@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,27 +66,32 @@ class Finding:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Whole JSON lines only: a line being written (no newline yet, or cut) is skipped."""
+    """Whole JSON lines only: a line being written (no newline yet, or cut) or a corrupt one is
+    skipped with a warning (issue 9)."""
     if not path.exists():
         return []
     out = []
-    for line in path.read_text(errors="replace").splitlines():
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
         line = line.strip()
         if not line:
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
-            continue
+            obj = None
         if isinstance(obj, dict):
             out.append(obj)
+        else:
+            warnings.warn(f"{path}: line {n} skipped (corrupt or truncated)", stacklevel=2)
     return out
 
 
 def read_metrics(run_dir: Path | str) -> list[dict[str, Any]]:
     """metrics.jsonl as a list of step records, ordered by step."""
     rows = _read_jsonl(Path(run_dir) / "metrics.jsonl")
-    return sorted((r for r in rows if "step" in r), key=lambda r: r["step"])
+    return sorted((r for r in rows if isinstance(r.get("step"), (int, float))
+                   and not isinstance(r["step"], bool) and math.isfinite(r["step"])),
+                  key=lambda r: r["step"])
 
 
 def read_events(run_dir: Path | str) -> list[dict[str, Any]]:
