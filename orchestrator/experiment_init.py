@@ -19,7 +19,7 @@ from orchestrator import gate, ledger
 from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
 from orchestrator.paths import project_root
-from orchestrator.workspace import JUDGED_REF, LIVE_REF, MAIN, Workspace
+from orchestrator.workspace import JUDGED_REF, LIVE_REF, Workspace
 
 RUN_CAP = 5                     # inter-run iterations per experiment (paper section 5)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -145,4 +145,4 @@ def _record_first_verdict(exp_dir: Path, ws: Workspace, first: str) -> None:
     ledger.append_line(exp_dir, {"type": "verdict", **v.__dict__})
 
 
-__all__ = ["init_experiment", "load_experiment", "canonical_bench_name", "MAIN"]
+__all__ = ["init_experiment", "load_experiment", "canonical_bench_name"]
