@@ -78,6 +78,8 @@ def test_real_retail_tasks_replay(benchdata, capsys):
 def test_real_telecom_tasks_replay(benchdata):
     tasks = BENCH.load_tasks(None, ["telecom"], data_dir=benchdata / "tau2")
     assert len(tasks) == 20                      # tasks_small.json: the file v0.2.0 ships
+    # its ids are in no train/test list of split_tasks.json: all count as test
+    assert len(BENCH.load_tasks("test", ["telecom"], data_dir=benchdata / "tau2")) == 20
     failures = [(t.id, s) for t in tasks if (s := check_task(t)) != (1.0, 0.0)]
     assert failures == []
 

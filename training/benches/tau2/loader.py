@@ -65,8 +65,8 @@ def load_split_ids(domain_dir: Path) -> dict[str, set[str]] | None:
 
 def load_domain_tasks(domain_dir: str | Path, domain: str, split: str | None = None) -> list[Task]:
     """tau2-bench tasks of one domain folder. `split` "train"/"test" keeps the ids that
-    split_tasks.json lists (every task counts as "test" when there is no split file); None
-    keeps all tasks, each marked with its split."""
+    split_tasks.json lists (every task counts as "test" when there is no split file or none of
+    the file's ids is in its train/test lists); None keeps all tasks, each marked with its split."""
     domain_dir = Path(domain_dir)
     tasks_path = next((domain_dir / f for f in TASK_FILES if (domain_dir / f).is_file()), None)
     if tasks_path is None:
@@ -80,6 +80,9 @@ def load_domain_tasks(domain_dir: str | Path, domain: str, split: str | None = N
               domain_dir / "db.json")
     user_db = domain_dir / "user_db.toml"
     splits = load_split_ids(domain_dir)
+    ids = {str(r.get("id")) for r in raw_tasks if isinstance(r, dict)}
+    if splits is not None and not ids & (splits.get("train", set()) | splits.get("test", set())):
+        splits = None   # e.g. telecom's tasks_small.json: none of its ids are in train/test
     policy = load_policy(domain_dir)
     tasks = []
     for raw in raw_tasks:
