@@ -2,9 +2,12 @@
 
 An experiment's workspace is a git repository: agents and people commit to `main`, the gate moves
 `refs/eau/live` to the last accepted commit, writes a verdict note under `refs/notes/eau` on every
-commit it judges, and reverts rejected commits with a commit of its own. Everything here goes
-through GitPython's `Repo.git` (plumbing commands), never through a working-tree checkout of ours,
-so an agent editing files in the workspace at the same time is never disturbed.
+commit it judges, and reverts rejected commits with a commit of its own. Everything here is git
+plumbing (object reads, `commit-tree`, `update-ref`, a temporary index), never a checkout of ours,
+so an agent editing files in the workspace at the same time is never disturbed. The commands run
+as plain `git` subprocesses: the pre-commit hook starts this module in a fresh Python, where
+importing GitPython cost more than the handful of commands (benchmarks/gate_bench.py); `repo`
+still hands out a GitPython `Repo` to callers that want its object model.
 
 Quirks worked around (cited where they are handled):
 - `git notes add` refuses to overwrite an existing note and needs an identity for the notes commit.
@@ -14,6 +17,10 @@ Quirks worked around (cited where they are handled):
   (`--3way` lets a writer's fix of its own rejected line apply where the live tree agrees).
 - `os.rename` onto a non-empty folder fails (ENOTEMPTY), so exports swap folders in two renames.
 - A second git process holding `index.lock` makes index commands fail: they are retried briefly.
+- `rev-parse` answers inside any sub-folder of another repository, so a --workspace must be the
+  top of its own repository.
+- `Repo.tree(sha)` in GitPython leaves the root tree's path unset (`tree / "a/b"` fails); one
+  reason reads go through `ls-tree -z` / `cat-file` instead.
 """
 from __future__ import annotations
 
