@@ -51,8 +51,15 @@ def test_tool_sets():
         "get_customer_by_name", "get_customer_by_phone", "get_data_usage", "get_details_by_id",
         "refuel_data", "resume_line", "send_payment_request", "suspend_line",
         "transfer_to_human_agents"}
-    assert {"toggle_airplane_mode", "reboot_device", "run_speed_test", "make_payment",
-            "grant_app_permission", "can_send_mms"} <= set(TelecomUserTools.tool_names())
+    assert set(TelecomUserTools.tool_names()) == {
+        "can_send_mms", "check_apn_settings", "check_app_permissions", "check_app_status",
+        "check_data_restriction_status", "check_installed_apps", "check_network_mode_preference",
+        "check_network_status", "check_payment_request", "check_sim_status", "check_status_bar",
+        "check_vpn_status", "check_wifi_calling_status", "check_wifi_status", "connect_vpn",
+        "disconnect_vpn", "grant_app_permission", "make_payment", "reboot_device",
+        "reseat_sim_card", "reset_apn_settings", "run_speed_test", "set_apn_settings",
+        "set_network_mode_preference", "toggle_airplane_mode", "toggle_data",
+        "toggle_data_saver_mode", "toggle_roaming", "toggle_wifi", "toggle_wifi_calling"}
 
 
 def test_carrier_lookups(world):
@@ -132,6 +139,15 @@ def test_phone_faults_and_their_fixes(world, breaker, args, fix, fix_args, check
     assert not world.check_assertion(assertion)
     ok(world, fix, "user", **fix_args)
     assert world.check_assertion(assertion)
+
+
+def test_set_apn_settings(world):
+    assert "APN settings set to: broken" in ok(world, "set_apn_settings", "user", apn_settings={"apn_name": "broken"})
+    assert world.user_tools.assert_service_status("no_service")
+    assert "must be 'internet'" in err(world, "set_apn_settings", "user", apn_settings={"apn_name": "wap"})
+    assert "unknown field(s) color" in err(world, "set_apn_settings", "user", apn_settings={"color": "red"})
+    ok(world, "set_apn_settings", "user", apn_settings={"apn_name": "internet", "mmsc_url": None})
+    assert world.user_tools.assert_service_status("connected") and not world.user_tools._can_send_mms()
 
 
 def test_apn_reset_applies_at_reboot(world):

@@ -11,6 +11,8 @@ permissions. Tool names and effects are tau2's; the descriptions are ours.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 from training.benches.tau2.telecom.data_model import DEFAULT_APN, NETWORK_MODES
 from training.benches.tau2.toolkit import ToolError, Toolkit, tool
 
@@ -20,6 +22,17 @@ SIGNAL_FACTOR = {"none": 0.0, "poor": 0.2, "fair": 0.5, "good": 0.8, "excellent"
 SIGNAL_ICON = {"none": "No Signal", "poor": "1 bar (Poor)", "fair": "2 bars (Fair)",
                "good": "3 bars (Good)", "excellent": "4 bars (Excellent)"}
 MODE_TECH = {"4g_only": "4G", "3g_only": "3G", "2g_only": "2G"}
+
+
+class APNSettings(TypedDict, total=False):
+    apn_name: str               # "internet" | "broken"
+    reset_at_reboot: bool
+    mms_apn: str | None
+    mmsc_url: str | None
+    mms_proxy: str | None
+    mms_port: int | None
+
+
 VPN_DEFAULT = {"server_address": "192.168.1.1", "protocol": "OpenVPN",
                "server_performance": "excellent"}
 
@@ -235,6 +248,19 @@ class TelecomUserTools(Toolkit):
         apn = self.device["active_apn_settings"]
         return (f"Current APN Name: {apn['apn_name'] or 'Not Set'}\n"
                 f"MMSC URL (for picture messages): {apn['mmsc_url'] or 'Not Set'}")
+
+    @tool("write")
+    def set_apn_settings(self, apn_settings: APNSettings) -> str:
+        """Set the phone's APN settings (fields not given keep their default values).
+
+        Args:
+            apn_settings: The settings, such as {"apn_name": "internet", "mmsc_url": "http://mms.carrier.com/mms/wapenc"}.
+        """
+        if apn_settings.get("apn_name", "internet") not in ("internet", "broken"):
+            raise ToolError("apn_name must be 'internet' or 'broken'")
+        self.device["active_apn_settings"] = {**DEFAULT_APN, **apn_settings}
+        self.simulate_network_search()
+        return f"APN settings set to: {self.device['active_apn_settings']['apn_name']}\n{self._status_bar()}"
 
     @tool("write")
     def reset_apn_settings(self) -> str:
