@@ -128,3 +128,21 @@ def test_scenario_facts_and_first_person():
         ("identity", "I am Ann Lee in zip code 12345."), ("email", "My email is a@b.com.")]
     assert facts[0].importance == 3
     assert first_person("You said your order and you want it") == "I said my order and I want it"
+
+
+def test_make_env_refuses_missing_rules_and_unknown_withheld_kinds(snapshot):
+    task = BENCH.load_tasks("train", ["retail"])[0]
+    bare = Snapshot(commit="", root=snapshot.root, knobs=snapshot.knobs)
+    with pytest.raises(ValueError, match="no users/tau2/rules.json"):
+        BENCH.make_env(task, bare, seed=0)
+    knobs = copy.deepcopy(snapshot.knobs)
+    knobs["user"]["retail"]["withhold_kinds"] = ["shape"]
+    bad = Snapshot(commit="", root=snapshot.root, knobs=knobs, rules=snapshot.rules)
+    with pytest.raises(ValueError, match="'shape'"):
+        BENCH.make_env(task, bad, seed=0)
+    knobs["user"]["retail"]["withhold_kinds"] = ["identity"]
+    env = BENCH.make_env(task, Snapshot(commit="", root=snapshot.root, knobs=knobs, rules=snapshot.rules), seed=0)
+    env.reset()
+    obs, *_ = env.step("Could you tell me your name and zip code, or your email?")
+    assert not any(f.text in obs for f in task.facts if f.kind == "identity")
+    assert BENCH.fact_kinds >= {t for x in BENCH.load_tasks("train") for t in x.fact_kinds()}

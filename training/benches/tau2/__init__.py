@@ -23,7 +23,7 @@ from training.benches.base import Task
 from training.benches.tau2.domain import DOMAINS, Tau2DataError, get_domain
 from training.benches.tau2.env import AGENT_STOP_TOKEN, Tau2Env
 from training.benches.tau2.loader import find_domain_dir, load_domain_tasks, load_shipped_tasks
-from training.benches.tau2.users import symbolic_user
+from training.benches.tau2.users import FACT_KINDS, symbolic_user
 
 ACTION_FORMAT = f"""## How to act
 Each turn, do exactly one of these:
@@ -38,6 +38,7 @@ do and wait for their explicit "yes"."""
 class Tau2Bench:
     name = "tau2"
     gyms = DOMAINS
+    fact_kinds = FACT_KINDS      # the kinds scenario facts can have (loader.scenario_facts)
     # Fixed evaluation (DESIGN.md "Evaluation is walled off"): tau2's own protocol, whatever the
     # workspace says: the test split, 50 agent turns, the LLM user at temperature 0 (10 tool
     # errors end an episode: env.MAX_ERRORS).
@@ -68,8 +69,12 @@ class Tau2Bench:
         user.<domain>.strategy_mix (training/users/mixture.py), symbolic when `llm` is None."""
         from training.users.mixture import episode_user
 
-        rules = snapshot.rules.get("tau2") or default_rules()
+        rules = snapshot.rules.get("tau2")
+        if rules is None:
+            raise ValueError("the workspace has no users/tau2/rules.json: restore it from the "
+                             "project's workspace/ folder.")
         symbolic = _symbolic_for(json.dumps(rules, sort_keys=True), rules)
+        symbolic.check_knobs(snapshot.knobs.get("user", {}).get(task.gym, {}))
         user, arm = episode_user(task.gym, snapshot.knobs, symbolic, llm, seed=seed, key=task.id)
         return Tau2Env(task, snapshot.knobs, user, seed=seed, arm=arm,
                        persona=snapshot.personas.get("tau2", ""))
@@ -122,14 +127,8 @@ _SYMBOLIC_CACHE: dict[str, Any] = {}
 def _symbolic_for(key: str, rules: dict):
     if key not in _SYMBOLIC_CACHE:
         _SYMBOLIC_CACHE.clear()   # one live rules version at a time
-        _SYMBOLIC_CACHE[key] = symbolic_user(rules, [])
+        _SYMBOLIC_CACHE[key] = symbolic_user(rules)
     return _SYMBOLIC_CACHE[key]
-
-
-def default_rules() -> dict:
-    """The project's default tau2 rules (workspace/users/tau2/rules.json)."""
-    path = Path(__file__).resolve().parents[3] / "workspace" / "users" / "tau2" / "rules.json"
-    return json.loads(path.read_text())
 
 
 BENCH = Tau2Bench()

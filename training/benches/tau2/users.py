@@ -83,12 +83,12 @@ class ChatUser:
         return UserReply(text=text.strip(), arm="llm")
 
 
-def symbolic_user(rules: dict[str, Any], tasks: list[Task]):
-    """The symbolic arm over `rules` (a rules.json document) for the fact kinds of `tasks`."""
+def symbolic_user(rules: dict[str, Any]):
+    """The symbolic arm over `rules` (a rules.json document); rules may name the kinds of
+    FACT_KINDS."""
     from training.users.symbolic import SymbolicUser, compile_rules
 
-    kinds = set().union(*(t.fact_kinds() for t in tasks)) if tasks else set()
-    return SymbolicUser(compile_rules(rules, kinds | FACT_KINDS))
+    return SymbolicUser(compile_rules(rules, set(FACT_KINDS)))
 
 
 # The kinds scenario facts can have (loader.scenario_facts); rules may name any of them.
