@@ -258,13 +258,17 @@ def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
         rate = len(leaky) / len(turns)
         if rate >= LEAK_RATE:
             kinds: dict[str, int] = {}
+            rules: dict[str, int] = {}
+            for t in leaky:
+                rules[str(t.get("rule_id"))] = rules.get(str(t.get("rule_id")), 0) + 1
             for t in leaky:     # trainer logs hold fact ids; a kind only where a fact dict says it
                 for f in t["leaked_facts"]:
                     if isinstance(f, dict) and f.get("kind"):
                         kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
             out.append(Finding("leak", gym,
                                f"{rate:.0%} of recent {gym} user replies reveal hidden facts unasked.",
-                               {"rate": round(rate, 3), "turns": len(turns), "kinds": kinds}))
+                               {"rate": round(rate, 3), "turns": len(turns), "kinds": kinds,
+                                "rules": rules}))
         lengths = [len(t.get("user") or "") for t in turns]
         half = len(lengths) // 2
         if half >= 4:

@@ -183,10 +183,34 @@ class Planner:
                 return Intervention(f"Withhold fact kind {kinds[0][0]!r} from {gym} user replies",
                                     f"{f.message} The leaked facts are mostly of kind {kinds[0][0]!r}.",
                                     "user/leak_rate falls.", knobs={wk: new})
-            act = self._fewer_facts(f, gym)
+            act = self._rein_in_rule(f, gym) or self._fewer_facts(f, gym)
             if act is not None:
                 return act
         return None
+
+    def _rein_in_rule(self, f: Finding, gym: str) -> Intervention | None:
+        """The symbolic rule that fires on most leaking turns, when it discloses facts nobody asked
+        about: restrict it to facts the agent's message matched (section 4.2: edit the user)."""
+        counts = sorted((f.evidence.get("rules") or {}).items(), key=lambda kv: -kv[1])
+        if not counts or counts[0][1] < 0.5 * sum(n for _, n in counts):
+            return None
+        bench = next((b for b, gyms in BENCH_GYMS.items() if gym in gyms), None)
+        rel = f"users/{bench}/rules.json"
+        path = self.ws / rel
+        if bench is None or not path.exists() or rel in self.busy:
+            return None
+        data = json.loads(path.read_text())
+        rule = next((r for r in data.get("rules", []) if r.get("id") == counts[0][0]), None)
+        if rule is None or rule.get("reveal") in (None, "none", "matched") or \
+                rule.get("when", {}).get("matched") is True:
+            return None
+        rule["reveal"] = "matched"
+        rule.setdefault("when", {})["matched"] = True
+        return Intervention(f"Rein in user rule {rule['id']!r}: reveal only facts the agent asked about",
+                            f"{f.message} Rule {rule['id']!r} fires on {counts[0][1]} of the leaking "
+                            f"replies and discloses the next hidden fact unasked.",
+                            "user/leak_rate falls.",
+                            files={rel: json.dumps(data, indent=2, ensure_ascii=False) + "\n"})
 
     def on_reply_growth(self, f: Finding, run_dir: Path) -> Intervention | None:
         for gym in self._gyms_for(f):
@@ -256,7 +280,7 @@ class Planner:
 
 
 def _busy_knobs(ctx: base.SessionContext) -> set[str]:
-    """Knobs changed by an agent commit the trainer has not yet shown the effect of."""
+    """Knobs (and files) changed by an agent commit whose effect is not measured yet."""
     measured = {e["commit"] for e in effects.ledger_read(ctx.exp_dir, "effect")}
     busy: set[str] = set()
     for s in effects.ledger_read(ctx.exp_dir, "session"):
@@ -269,6 +293,8 @@ def _busy_knobs(ctx: base.SessionContext) -> set[str]:
                 continue
             old = gitops.knobs_at(ctx.workspace, parents[0]) if parents else {}
             busy |= set(diagnostics.knob_changes(old, gitops.knobs_at(ctx.workspace, sha)))
+            if parents:     # other files (rules, reward modules) count by path
+                busy |= set(gitops.git(ctx.workspace, "diff", "--name-only", parents[0], sha).split())
     return busy
 
 

@@ -10,6 +10,7 @@ agents  which adapters are usable on this machine and why not
 """
 from __future__ import annotations
 
+import argparse
 import os
 import shlex
 import shutil
@@ -50,6 +51,7 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, dotted (e.g. --set data.train_batch_size=4)")
     p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
+    p.add_argument("--trainer-module", default="training.trainer", help=argparse.SUPPRESS)  # tests' stand-in
     p.set_defaults(func=cmd_start)
 
     p = sub.add_parser("status", help="where an experiment stands")
@@ -103,7 +105,7 @@ def cmd_start(args) -> int:
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=args.window,
-                        overrides=_parse_sets(args.set))
+                        overrides=_parse_sets(args.set), trainer=args.trainer_module)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     view = LiveView(root / name, enabled=not args.no_live)
@@ -202,9 +204,12 @@ def _alive(pid) -> bool:
         return False
     try:
         os.kill(int(pid), 0)
-        return True
     except (ProcessLookupError, PermissionError, ValueError):
         return False
+    try:        # an exited child its parent has not reaped yet (a zombie) still answers signal 0
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 def cmd_status(args) -> int:

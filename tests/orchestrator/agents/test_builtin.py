@@ -108,3 +108,28 @@ def test_harmful_change_is_reverted_and_recorded_in_the_pool(exp):
 def test_healthy_run_makes_no_commit(exp):
     res = base.run_session(make_ctx(exp, "builtin"))
     assert res.status == base.NO_CHANGE and res.commits == []
+
+
+def test_leaking_rule_is_restricted_to_matched_facts(exp):
+    ws = exp / "workspace"
+    rules_path = ws / "users" / "colbench" / "rules.json"
+    rules = json.loads(rules_path.read_text())
+    rules["rules"].insert(0, {"id": "blurt", "gyms": ["colbench"], "when": {}, "reveal": "next",
+                              "say": "By the way, {facts}"})
+    rules_path.write_text(json.dumps(rules, indent=2))
+    subprocess.run(["git", "-C", str(ws), "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam",
+                    "plant"], check=True)
+
+    def leaky(s, r):
+        eps = [episode("colbench", first=f"q{i}") for i in range(4)]
+        for ep in eps:
+            for t in ep["turns"]:
+                t.update(leaked_facts=["task/f1"], revealed_facts=["task/f1"], rule_id="blurt")
+        return eps
+
+    fresh_run(exp, episodes_fn=leaky)
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert res.status == base.OK, res.reason
+    rule = json.loads(rules_path.read_text())["rules"][0]
+    assert rule["id"] == "blurt" and rule["reveal"] == "matched" and rule["when"] == {"matched": True}
+    assert "Expect: user/leak_rate falls." in last_msg(exp)

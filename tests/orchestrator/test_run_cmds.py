@@ -1,0 +1,55 @@
+"""`orchestrator start | status | stop | agents` through the CLI, with the stand-in trainer."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+from runlogs import FAKES  # noqa: E402
+
+from orchestrator.cli import main  # noqa: E402
+
+ORCH = [sys.executable, "-m", "orchestrator.cli"]
+
+
+def test_start_stop_status_through_the_cli(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "FAKE_TRAINER_STEP_S": "0.1",
+           "EAU_EXPERIENCE_DIR": str(tmp_path / "pool")}
+    start = subprocess.Popen(ORCH + ["--runs-dir", str(tmp_path), "start", "--agent", "none", "--bench",
+                                     "ColBench", "--preset", "cpu", "--steps", "500", "--no-live", "--exp",
+                                     "cli", "--trainer-module", "fake_trainer"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    metrics = tmp_path / "cli" / "run-001" / "metrics.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 3):
+        time.sleep(0.2)
+    out = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "stop", "cli"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "stopped after a checkpoint" in out.stdout
+    assert start.wait(timeout=60) == 0
+    assert "run-001 stopped" in start.stdout.read()
+    exp = json.loads((tmp_path / "cli" / "experiment.json").read_text())
+    assert exp["runs"][0]["state"] == "stopped" and exp["state"] == "stopped"
+    events = [json.loads(x)["event"] for x in (tmp_path / "cli" / "run-001" / "events.jsonl").read_text().splitlines()]
+    assert events[-2:] == ["checkpoint", "finished"]
+    status = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "status"], env=env, capture_output=True, text=True)
+    assert status.returncode == 0 and "run-001" in status.stdout and "colbench" in status.stdout
+    assert "sessions: 0" in status.stdout
+
+
+def test_agents_lists_why_an_adapter_is_unusable(capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert main(["agents"]) == 0
+    out = capsys.readouterr().out
+    assert "builtin" in out and "claude is not installed" in out and "codex is not installed" in out
+
+
+def test_bad_input_ends_in_one_sentence(tmp_path, capsys):
+    assert main(["--runs-dir", str(tmp_path), "start", "--exp", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orchestrator: no experiment 'nope'") and "Traceback" not in err
+    assert main(["--runs-dir", str(tmp_path), "status", "nope"]) == 2
+    assert main(["--runs-dir", str(tmp_path), "start", "--bench", "nobench", "--exp", "x"]) == 2
+    assert "unknown bench" in capsys.readouterr().err
