@@ -67,44 +67,65 @@ class Forbidden(Exception): pass
 class OutputLimit(Exception): pass
 ATTEMPTS = []   # refused operations during the current call, even when the code catches Forbidden
 
-def _deny(msg):
-    ATTEMPTS.append(msg)
-    return Forbidden(msg)
+def _make_hook(home, allowed_read, allow_network, max_procs):
+    # Everything the hook uses is bound here, once: the untrusted code shares this process, so
+    # module globals (HOME, CFG), os.path.realpath or builtins it could patch are never read
+    # again (issue 9: a module that set CFG["allow_network"] or patched any() got out).
+    realpath, fsdecode, sep, attempts, deny_cls = os.path.realpath, os.fsdecode, os.sep, ATTEMPTS, Forbidden
+    is_a, to_str, any_, int_t, bytes_t, str_t = isinstance, str, any, int, bytes, str
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT
+    home_roots, read_roots = (home,), tuple(allowed_read) + (home,)
+    dev_ok = frozenset(DEV_OK)
+    refused = frozenset(("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
+                         "os.chdir", "os.chroot", "os.setuid", "os.putenv", "os.unsetenv",
+                         # reaching the hook's closure: the garbage collector, tracers (which
+                         # could rewrite a running frame's cells)
+                         "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
+                         "gc.get_referents"))
+    procs = frozenset(("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn",
+                       "os.spawn", "subprocess.Popen", "os.startfile"))
+    changes = frozenset(("os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.symlink",
+                         "os.link", "os.truncate", "os.chmod", "os.chown", "shutil.rmtree",
+                         "os.utime"))
 
-def _inside(path, roots):
-    p = os.path.realpath(path)
-    return any(p == r or p.startswith(r + os.sep) for r in roots)
+    def deny(msg):
+        attempts.append(msg)
+        return deny_cls(msg)
 
-def _hook(event, args):
-    if event == "open":
-        path, mode, flags = args[0], args[1], args[2]
-        if isinstance(path, int) or path is None:
-            return
-        path = os.fsdecode(path)
-        writing = (mode and any(c in str(mode) for c in "wax+")) or (flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
-        if path in DEV_OK or _inside(path, [HOME]):
-            return
-        if not writing and _inside(path, ALLOWED_READ):
-            return
-        raise _deny(f"open {path!r} outside the sandbox folder")
-    if event in ("os.listdir", "os.scandir") and args and args[0] not in (None, "", "."):
-        p = args[0]
-        if not isinstance(p, int) and not _inside(os.fsdecode(p), [HOME] + ALLOWED_READ):
-            raise _deny(f"list {p!r} outside the sandbox folder")
-    if event.startswith("socket.") and not CFG["allow_network"]:
-        raise _deny("network access is not allowed")
-    if event in ("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
-                 "subprocess.Popen", "os.startfile") and CFG["max_procs"] <= 0:
-        raise _deny(f"{event} is not allowed")
-    if event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
-                 "os.chdir", "os.chroot", "os.setuid", "sys.setrecursionlimit_disabled",
-                 "os.putenv", "os.unsetenv"):
-        raise _deny(f"{event} is not allowed")
-    if event in ("os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.symlink", "os.link",
-                 "os.truncate", "os.chmod", "os.chown", "shutil.rmtree", "os.utime"):
-        for a in args[:2]:
-            if isinstance(a, (str, bytes)) and not _inside(os.fsdecode(a), [HOME]):
-                raise _deny(f"{event} {a!r} outside the sandbox folder")
+    def inside(path, roots):
+        p = realpath(path)
+        for r in roots:
+            if p == r or p.startswith(r + sep):
+                return True
+        return False
+
+    def hook(event, args):
+        if event == "open":
+            path, mode, flags = args[0], args[1], args[2]
+            if is_a(path, int_t) or path is None:
+                return
+            path = fsdecode(path)
+            writing = (mode and any_(c in to_str(mode) for c in "wax+")) or (flags or 0) & write_flags
+            if path in dev_ok or inside(path, home_roots):
+                return
+            if not writing and inside(path, read_roots):
+                return
+            raise deny(f"open {path!r} outside the sandbox folder")
+        if event in ("os.listdir", "os.scandir") and args and args[0] not in (None, "", "."):
+            p = args[0]
+            if not is_a(p, int_t) and not inside(fsdecode(p), read_roots):
+                raise deny(f"list {p!r} outside the sandbox folder")
+        if event.startswith("socket.") and not allow_network:
+            raise deny("network access is not allowed")
+        if event in procs and max_procs <= 0:
+            raise deny(f"{event} is not allowed")
+        if event in refused:
+            raise deny(f"{event} is not allowed")
+        if event in changes:
+            for a in args[:2]:
+                if is_a(a, (str_t, bytes_t)) and not inside(fsdecode(a), home_roots):
+                    raise deny(f"{event} {a!r} outside the sandbox folder")
+    return hook
 
 class CappedWriter(io.TextIOBase):
     def __init__(self, cap): self.cap, self.parts, self.n = cap, [], 0
@@ -175,7 +196,7 @@ def main():
     source = open("module.py").read()
     stdin = sys.stdin
     ns = {"__name__": "sandboxed", "__file__": os.path.join(HOME, "module.py")}
-    sys.addaudithook(_hook)
+    sys.addaudithook(_make_hook(HOME, ALLOWED_READ, bool(CFG["allow_network"]), int(CFG["max_procs"])))
     load = _run_one(lambda: exec(compile(source, "module.py", "exec"), ns), CFG.get("load_s"))
     _send({"phase": "load", **load})
     if not load["ok"]:
@@ -196,6 +217,9 @@ def main():
 
 main()
 '''
+
+
+KINDS = ("ok", "exception", "timeout", "memory", "crash", "output_limit", "forbidden")
 
 
 class SandboxError(RuntimeError):
@@ -228,6 +252,7 @@ class _Child:
         os.close(wfd)
         self.rfd = rfd
         self.buf = b""
+        self.max_line = 4 * limits.max_output_bytes + (8 << 20)   # a result line, values included
         self.load = self._read(limits.wall_s + 5.0)
 
     def _read(self, timeout: float) -> SandboxResult:
@@ -245,12 +270,25 @@ class _Child:
                 if not chunk:
                     return self._died(t0)
                 self.buf += chunk
+                if len(self.buf) > self.max_line:     # code writing to the result pipe itself
+                    self.kill()
+                    return SandboxResult(False, kind="output_limit", wall_s=time.monotonic() - t0,
+                                         error=f"result over {self.max_line} bytes")
             elif self.proc.poll() is not None:
                 return self._died(t0)
         line, self.buf = self.buf.split(b"\n", 1)
-        msg = json.loads(line)
-        return SandboxResult(ok=msg["ok"], value=msg.get("value"), error=msg.get("error"),
-                             kind=msg.get("kind", "ok"), stdout=msg.get("stdout", ""),
+        try:
+            msg = json.loads(line)
+            ok = msg["ok"] if isinstance(msg, dict) else None
+        except (ValueError, KeyError):
+            ok = None
+        if not isinstance(ok, bool) or msg.get("kind", "ok") not in KINDS:
+            # only the untrusted code can put a malformed line on the pipe (issue 9)
+            self.kill()
+            return SandboxResult(False, kind="forbidden", wall_s=time.monotonic() - t0,
+                                 error="the code wrote a malformed result on the sandbox's pipe")
+        return SandboxResult(ok=ok, value=msg.get("value"), error=msg.get("error"),
+                             kind=msg.get("kind", "ok"), stdout=str(msg.get("stdout", "")),
                              wall_s=time.monotonic() - t0)
 
     def _died(self, t0: float) -> SandboxResult:
