@@ -20,11 +20,11 @@ def wait_for(cond, timeout=10.0):
 def test_person_commits_are_judged_within_seconds(tmp_path):
     exp = make_experiment(tmp_path)
     ws = ws_of(exp)
-    with GateWatcher(exp, poll_s=5.0) as watcher:        # file events, not the 5 s poll, wake it
+    with GateWatcher(exp, poll_s=30.0) as watcher:       # file events, not the 30 s poll, wake it
         t0 = time.monotonic()
         good = knob_commit(ws, "agent.entropy_coeff", 0.002)
         assert wait_for(lambda: ws.rev(LIVE_REF) == good), watcher.errors
-        assert time.monotonic() - t0 < 4.0
+        assert time.monotonic() - t0 < 8.0               # loose: 2 shared CPUs under load
         bad = knob_commit(ws, "env.travel.max_steps", 1)
         assert wait_for(lambda: ws.main() != bad and ws.tree_of("main") == ws.tree_of(LIVE_REF))
     assert [v.commit for v in watcher.judged] == [good, bad]
