@@ -122,6 +122,9 @@ class ExperimentData:
     def method(self) -> str:
         """The row label in the paper's vocabulary: PPO, EAU, generic meta-agent."""
         agent = str(self.meta.get("agent") or "")
+        if not agent:      # experiment.json may not say: the ledger's sessions name their agent
+            agent = next((str(r["agent"]) for r in self.ledger
+                          if r.get("type") == "session" and r.get("agent")), "")
         skill = str(self.meta.get("skill") or "")
         if agent == "none":
             return "PPO"

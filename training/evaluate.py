@@ -16,12 +16,18 @@ the final run, and its results are never used to propose or accept interventions
 `eval_protocol` keys read here (all optional; DESIGN.md "Evaluation is walled off"):
   split               the split to evaluate (default "test")
   max_steps           int or {gym: int}: env.<gym>.max_steps and the rollout's turn cap
-  user                {knob: value} for every gym, or {gym: {knob: value}}: user.<gym> overrides
+  gyms                the gyms evaluated (default: all of the split's tasks)
+  user                "symbolic" | "llm" (one arm only), {knob: value} for every gym, or
+                      {gym: {knob: value}}: user.<gym> overrides
+  user_temperature    user.<gym>.temperature of every gym
+  rules               a rules.json of the bench's own for the symbolic user (else the pristine one)
   knobs               a partial knobs.json deep-merged last (any other fixed setting)
   temperature, top_p  the policy's decoding (default 0.7 and 1.0: sampled, so repeated
                       evaluations with different seeds give the spread the paper reports)
   response_length, max_episode_tokens   per-turn and per-episode token budgets (1024 / 8192)
-The same checkpoint, protocol and seed give the same numbers: task i's environment is seeded
+Where the protocol has an LLM arm (strategy_mix < 1), a local model answers (`--user-llm`: the
+packaged SmolLM2 by default; the paper used GPT-4o-mini); `--user-llm none` leaves the symbolic
+arm only, and the summary says which. The same checkpoint, protocol and seed give the same numbers: task i's environment is seeded
 with (seed, i), and the sampler is reseeded with (seed, batch) before each batch of episodes.
 """
 from __future__ import annotations
@@ -113,13 +119,39 @@ def protocol_knobs(knobs: dict[str, Any], protocol: dict[str, Any],
             knobs.setdefault("env", {}).setdefault(gym, {})["max_steps"] = max_steps
     user = protocol.get("user") or {}
     for gym in gyms:
-        over = user.get(gym) if isinstance(user.get(gym), dict) else {
-            k: v for k, v in user.items() if not isinstance(v, dict)}
+        if isinstance(user, str):          # "symbolic" | "llm": one arm only
+            over: dict[str, Any] = {"strategy_mix": 1.0 if user == "symbolic" else 0.0}
+        elif isinstance(user.get(gym), dict):
+            over = user[gym]
+        else:
+            over = {k: v for k, v in user.items() if not isinstance(v, dict)}
+        if "user_temperature" in protocol:
+            over = {**over, "temperature": protocol["user_temperature"]}
         knobs.setdefault("user", {}).setdefault(gym, {}).update(copy.deepcopy(over))
     return _deep_merge(knobs, protocol.get("knobs") or {})
 
 
-def pristine_snapshot(protocol: dict[str, Any], gyms: tuple[str, ...]):
+def needs_llm_user(knobs: dict[str, Any], gyms: tuple[str, ...]) -> bool:
+    """Whether some gym's evaluation user has an LLM arm (strategy_mix below 1)."""
+    return any(float(knobs.get("user", {}).get(g, {}).get("strategy_mix", 1.0)) < 1.0
+               for g in gyms)
+
+
+def llm_user(spec: str, knobs: dict[str, Any], gyms: tuple[str, ...], seed: int, device: str):
+    """The LLM user of the evaluation: None when the protocol has no LLM arm or spec is "none"
+    (the symbolic arm answers everything, recorded in the summary); else a local model ("default"
+    = the packaged SmolLM2-135M-Instruct, or a model folder). The paper's evaluation user is
+    GPT-4o-mini (section 5.1); offline, a local model stands in."""
+    if spec == "none" or not needs_llm_user(knobs, gyms):
+        return None
+    from training.policy import pick_device, resolve_model_path
+    from training.users.llm import LocalLLMUser
+
+    path = resolve_model_path("" if spec == "default" else spec)
+    return LocalLLMUser.from_dir(path, device=str(pick_device(device)), seed=seed)
+
+
+def pristine_snapshot(protocol: dict[str, Any], gyms: tuple[str, ...], bench_name: str = ""):
     """The project's shipped workspace/ as a Snapshot, with the evaluation overrides."""
     from training.snapshot import Snapshot
 
@@ -127,8 +159,11 @@ def pristine_snapshot(protocol: dict[str, Any], gyms: tuple[str, ...]):
         raise EvalError(f"the project's default workspace is missing ({PROJECT_WORKSPACE}): "
                         "restore it with `git checkout workspace/` in the project.")
     snap = Snapshot.from_dir(PROJECT_WORKSPACE, commit="pristine")
+    rules = dict(snap.rules)
+    if protocol.get("rules") and bench_name:     # the bench's own evaluation rules file
+        rules[bench_name] = json.loads(Path(protocol["rules"]).read_text())
     return Snapshot(commit=snap.commit, root=snap.root,
-                    knobs=protocol_knobs(snap.knobs, protocol, gyms), rules=snap.rules,
+                    knobs=protocol_knobs(snap.knobs, protocol, gyms), rules=rules,
                     personas=snap.personas, reward_files=snap.reward_files)
 
 
@@ -192,9 +227,22 @@ class EvalSpec:
     bench: str
     split: str = "test"
     seed: int = 0
-    episodes: int | None = None      # the first N tasks of the split; None = all
+    episodes: int | None = None      # the first N tasks of each gym of the split; None = all
     batch_size: int = 16             # episodes advanced together (one generate call per turn)
     device: str = "auto"
+    user_llm: str = "default"        # the LLM user where the protocol has an LLM arm: "default"
+                                     # (packaged SmolLM2), a model folder, or "none" (symbolic only)
+
+
+def first_per_gym(tasks: list, n: int) -> list:
+    """The first n tasks of each gym, in the split's order."""
+    counts: dict[str, int] = {}
+    out = []
+    for t in tasks:
+        if counts.get(t.gym, 0) < n:
+            counts[t.gym] = counts.get(t.gym, 0) + 1
+            out.append(t)
+    return out
 
 
 def task_seed(seed: int, index: int) -> int:
@@ -202,7 +250,7 @@ def task_seed(seed: int, index: int) -> int:
 
 
 def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec: EvalSpec,
-                 progress=None) -> list[dict[str, Any]]:
+                 progress=None, llm=None) -> list[dict[str, Any]]:
     """All tasks' episodes, in batches; returns one record per task (rollout.Episode.record plus
     the index and seed), in task order."""
     import torch
@@ -215,7 +263,7 @@ def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec:
         chunk = tasks[start:start + spec.batch_size]
         episodes = []
         for i, task in enumerate(chunk, start=start):
-            env = bench.make_env(task, snapshot, seed=task_seed(spec.seed, i), llm=None)
+            env = bench.make_env(task, snapshot, seed=task_seed(spec.seed, i), llm=llm)
             episodes.append(start_episode(models, env, bench.system_prompt(task),
                                           seed=task_seed(spec.seed, i)))
         torch.manual_seed(task_seed(spec.seed, 10_000_000 + start))
@@ -283,18 +331,22 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     bench = load_bench(spec.bench)
     protocol = dict(bench.eval_protocol)
     split = spec.split or protocol.get("split", "test")
-    tasks = list(bench.load_tasks(split))
+    proto_gyms = protocol.get("gyms")
+    tasks = list(bench.load_tasks(split, gyms=list(proto_gyms)) if proto_gyms
+                 else bench.load_tasks(split))
     if not tasks:
         raise EvalError(f"bench {spec.bench} has no tasks in split {split!r}.")
-    tasks = tasks[:spec.episodes] if spec.episodes else tasks
+    if spec.episodes:                  # every table column stays filled
+        tasks = first_per_gym(tasks, spec.episodes)
     gyms = tuple(sorted({t.gym for t in tasks}))
-    snapshot = pristine_snapshot(protocol, gyms)
+    snapshot = pristine_snapshot(protocol, gyms, str(getattr(bench, "name", "")))
     t0 = time.time()
     models = load_policy(checkpoint, model, spec.device)
+    llm = llm_user(spec.user_llm, snapshot.knobs, gyms, spec.seed, spec.device)
     advance, close = (_progress_bar(len(tasks), f"eval {spec.bench}/{split}") if show_progress
                       else (None, lambda: None))
     try:
-        records = run_episodes(models, bench, tasks, snapshot, protocol, spec, advance)
+        records = run_episodes(models, bench, tasks, snapshot, protocol, spec, advance, llm)
     finally:
         close()
     summary = {"bench": getattr(bench, "name", spec.bench), "split": split, "seed": spec.seed,
@@ -304,6 +356,8 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
                "per_gym": summarize(records), "protocol": protocol,
                "knobs": {"env": {g: snapshot.knobs["env"][g] for g in gyms},
                          "user": {g: snapshot.knobs.get("user", {}).get(g) for g in gyms}},
+               "user_llm": (spec.user_llm if llm is not None else
+                            "none (symbolic arm only)"),
                "wall": {"refused": list(refused or [])}, "wall_s": round(time.time() - t0, 2),
                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     spec = EvalSpec(**{**spec.__dict__, "split": split})
@@ -318,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="auto")
+    p.add_argument("--user-llm", default="default",
+                   help="LLM user where the protocol has an LLM arm: default, a folder, or none")
     p.add_argument("--out-root", required=True, help="the experiment's eval/ folder")
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--run", default=None)
@@ -333,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     allowed = [ckpt, ckpt.parent.parent / "config.json"] if ckpt else []
     install_wall([Path(w) for w in a.wall], allowed, refused)
     spec = EvalSpec(bench=a.bench, split=a.split, seed=a.seed, episodes=a.episodes,
-                    batch_size=a.batch_size, device=a.device)
+                    batch_size=a.batch_size, device=a.device, user_llm=a.user_llm)
     try:
         out = evaluate(spec, Path(a.out_root), checkpoint=ckpt, model=a.model, run=a.run,
                        step=a.step, refused=refused, show_progress=not a.no_progress)

@@ -52,12 +52,15 @@ def register(subparsers) -> None:
                    "experiment's bench)")
     p.add_argument("--split", default="test", help="task split (default: test)")
     p.add_argument("--episodes", type=int, default=None,
-                   help="evaluate only the first N tasks of the split (default: all)")
+                   help="evaluate only the first N tasks of each gym (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the evaluation (default: 0)")
     p.add_argument("--model", default=None,
                    help="evaluate an untrained model instead of a checkpoint: 'default' (the "
                         "packaged SmolLM2) or a model folder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--user-llm", default="default",
+                   help="the LLM user where the bench's protocol has an LLM arm: 'default' (the "
+                        "packaged SmolLM2), a model folder, or 'none' (symbolic arm only)")
     p.set_defaults(func=cmd_eval)
 
     r = subparsers.add_parser("report", help="HTML report with the results table and figures",
@@ -159,6 +162,12 @@ def walled_paths(exp_root: Path) -> list[Path]:
     link = exp_root / "workspace.link"
     if link.is_file():
         walls.append(Path(link.read_text().strip()))
+    try:                                   # experiment.json names the workspace it uses
+        named = json.loads((exp_root / "experiment.json").read_text()).get("workspace")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if named:
+        walls.append(Path(named))
     walls += _runs(exp_root) if exp_root.is_dir() else []
     return walls
 
@@ -167,7 +176,7 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
     """The subprocess command line of one evaluation."""
     cmd = [sys.executable, "-m", "training.evaluate", "--bench", bench, "--split", args.split,
            "--seed", str(args.seed), "--out-root", str(t.exp_root / "eval"),
-           "--device", args.device]
+           "--device", args.device, "--user-llm", args.user_llm]
     if args.episodes is not None:
         cmd += ["--episodes", str(args.episodes)]
     if t.checkpoint is not None:
