@@ -200,3 +200,16 @@ def test_the_user_sees_messages_not_tool_calls_or_thoughts(snapshot):
     assert state.agent_message == "Thanks, I found your account."
     assert [m["content"] for m in state.history if m["role"] == "agent"] == [
         "Hi! How can I help you today?", "Thanks, I found your account."]
+
+
+def test_leaks_are_known_details_given_unasked(snapshot):
+    task = task_of("retail", "cancel")
+    identity = next(f for f in task.facts if f.kind in ("identity", "email"))
+    env = Tau2Env(task, knobs(snapshot), ScriptedUser(["Hi.", identity.text, identity.text]), seed=0, arm="llm")
+    env.reset()
+    *_, info = env.step("Hello! I am happy to help today.")          # not asked: a leak
+    assert info["user_replied"] and info["revealed_facts"] == [identity.id]
+    assert info["leaked_facts"] == [identity.id]
+    question = "What is your email address?" if identity.kind == "email" else "What is your name and zip code?"
+    *_, info = env.step(question)                                    # asked: no leak
+    assert info["revealed_facts"] == [identity.id] and info["leaked_facts"] == []

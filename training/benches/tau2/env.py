@@ -28,6 +28,7 @@ from typing import Any
 from training.benches.base import Task, TextEnv, UserReply, UserState
 from training.benches.tau2.domain import World
 from training.benches.tau2.scoring import Score, ToolCall, score_episode
+from training.users import leak
 
 USER_STOP_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
 AGENT_STOP_TOKEN = "###STOP###"
@@ -102,7 +103,7 @@ class Tau2Env(TextEnv):
         self._pending: dict[str, Any] = {}
         self.score: Score | None = None
         reply = self.user.respond(self._user_state(GREETING))   # the user speaks first
-        text = self._apply_user_reply(reply, info := self._info())
+        text = self._apply_user_reply(reply, info := self._info(), GREETING)
         self.history.append({"role": "user", "content": text})
         return text, info
 
@@ -111,7 +112,7 @@ class Tau2Env(TextEnv):
             raise RuntimeError("step() called on a finished episode; call reset() first")
         self.turn += 1
         info = self._info()
-        self._pending = {"info": info, "obs": "", "end": None}
+        self._pending = {"info": info, "obs": "", "end": None, "message": ""}
         try:
             calls, text = parse_action(action)
         except ActionParseError as exc:
@@ -125,6 +126,7 @@ class Tau2Env(TextEnv):
             return None
         self.history.append({"role": "agent", "content": text})
         self.agent_messages.append(text)
+        self._pending["message"] = text
         if has_stop(text, (AGENT_STOP_TOKEN,)):
             info["answered"] = True
             self._pending["end"] = "agent_stop"
@@ -138,7 +140,7 @@ class Tau2Env(TextEnv):
         info, obs = self._pending["info"], self._pending["obs"]
         end = self._pending["end"]
         if reply is not None:
-            obs = self._apply_user_reply(reply, info)
+            obs = self._apply_user_reply(reply, info, self._pending["message"])
             self.history.append({"role": "user", "content": obs})
             if reply.failed:
                 end = "user_failed"        # the user backend broke: the episode fails (score 0)
@@ -191,17 +193,24 @@ class Tau2Env(TextEnv):
                          extra={"act": "message", "system_prompt": user_system_prompt(self.task),
                                 "stop_tokens": USER_STOP_TOKENS})
 
-    def _apply_user_reply(self, reply: UserReply, info: dict) -> str:
+    def _apply_user_reply(self, reply: UserReply, info: dict, agent_message: str) -> str:
         """Record the reply's disclosures and run its phone actions (telecom); return the text
         the agent reads."""
         info["user_arm"] = self.arm or reply.arm
         if reply.failed:
             info["user_failed"], info["user_error"] = True, reply.error
         info["rule_id"] = reply.rule_id
-        info["revealed_facts"] = list(reply.revealed_facts)
-        if self.turn > 0 and not info.get("asked_question"):   # the opening is not a leak
-            info["leaked_facts"] = [f for f in reply.revealed_facts if not self.revealed.get(f)]
-        for fid in reply.revealed_facts:
+        info["user_replied"] = True
+        revealed = list(reply.revealed_facts)
+        if reply.arm == "llm" and not revealed:      # an LLM says what it says: detect disclosures
+            revealed = leak.detect_revealed(reply.text, self.task.facts)
+        info["revealed_facts"] = revealed
+        if self.turn > 0:      # a leak: a known detail (not the request itself) given unasked
+            threshold = float(self.knobs.get("user", {}).get(self.gym, {}).get("match_threshold", 0.5))
+            hidden = [f for f in self.task.facts if f.kind != "request"]
+            info["leaked_facts"] = [fid for fid in leak.leaked(agent_message, revealed, hidden, threshold)
+                                    if fid in {f.id for f in hidden}]
+        for fid in revealed:
             self.revealed[fid] = self.revealed.get(fid, 0) + 1
         if self.world.user_tools is None:
             return _TAGGED.sub("", reply.text).strip()
