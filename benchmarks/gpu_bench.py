@@ -119,7 +119,8 @@ def bench_gen(out, backends, batches, prompt_len=256, new=128):
     model = smollm2_135m()
     g = torch.Generator().manual_seed(0)
     for backend in backends:
-        gen = make_generator(model, _Tok, backend)
+        gen = make_generator(model, _Tok, backend.split(":")[0],
+                             **({"compile": False} if backend == "graph:eager" else {}))
         for b in batches:
             prompts = torch.randint(3, _v(49152), (b, prompt_len), generator=g).tolist()
             try:
@@ -133,11 +134,12 @@ def bench_gen(out, backends, batches, prompt_len=256, new=128):
                 toks = sum(len(r) for r in res)
                 emit(out, {"section": "gen", "backend": backend, "batch": b, "tokens": toks,
                            "s": min(times), "tok_per_s": toks / min(times), "warmup_s": warm,
+                           "distinct_in_row0": len(set(res[0])),
                            "capture_s": getattr(gen, "capture_s", None)})
             except Exception as e:  # recorded, the others go on
                 emit(out, {"section": "gen", "backend": backend, "batch": b, "error": repr(e)[:500],
                            "trace": traceback.format_exc()[-1500:]})
-        if backend == "cb":
+        if backend == "cb" and hasattr(model, "destroy_cached_continuous_batching_manager"):
             model.destroy_cached_continuous_batching_manager()
         del gen
         torch.cuda.empty_cache()

@@ -142,23 +142,27 @@ class _Slots:
     temperature: torch.Tensor  # () float
     top_p: torch.Tensor      # () float
     greedy: torch.Tensor     # () bool
+    nucleus: bool = True     # top_p < 1: sort the vocabulary (fixed per captured graph)
     cache: object = None
     graph: object = None
     gen: object = field(default=None)  # CPU generator (CUDA uses the default one, graph-safe)
 
 
 def sample_next(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Tensor,
-                greedy: torch.Tensor, generator=None) -> torch.Tensor:
+                greedy: torch.Tensor, generator=None, nucleus: bool = True) -> torch.Tensor:
     """One token per row from logits (B, V) with temperature and nucleus (top-p); no host sync.
 
     Top-p keeps the smallest prefix of the sorted distribution whose mass reaches top_p (HF's
     TopPLogitsWarper), always at least the most likely token. Greedy rows take the argmax.
+    `nucleus=False` skips the vocabulary sort (exact when top_p >= 1; the sort is the costliest
+    part of a decode step at large batch).
     """
-    probs = torch.softmax(logits / temperature.clamp_min(1e-5), dim=-1)  # (B, V)
-    sp, idx = probs.sort(dim=-1, descending=True)                         # (B, V)
-    before = sp.cumsum(-1) - sp                                           # mass before each token
-    sp = sp.masked_fill(before >= top_p, 0.0)
-    kept = torch.zeros_like(probs).scatter_(-1, idx, sp)                  # (B, V)
+    kept = torch.softmax(logits / temperature.clamp_min(1e-5), dim=-1)   # (B, V)
+    if nucleus:
+        sp, idx = kept.sort(dim=-1, descending=True)                      # (B, V)
+        before = sp.cumsum(-1) - sp                                       # mass before each token
+        sp = sp.masked_fill(before >= top_p, 0.0)
+        kept = torch.zeros_like(kept).scatter_(-1, idx, sp)               # (B, V)
     race = torch.empty_like(kept).exponential_(generator=generator)
     sampled = (kept / race).argmax(-1)                                    # (B,)
     return torch.where(greedy, logits.argmax(-1), sampled)
@@ -173,11 +177,23 @@ class GraphGenerator:
     """
 
     def __init__(self, model, tokenizer, *, use_graph: bool | None = None, max_batch: int = 256,
-                 len_bucket: int = 256, check_every: int = 16):
+                 len_bucket: int = 256, check_every: int = 16, compile: bool | None = None):
         self.model, self.tokenizer = model, tokenizer
         self.pad_id = _pad_id(tokenizer, model)
         self.device = model.device
         self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
+        # compile=True: the forward and the sampling go through torch.compile (Inductor fuses the
+        # norms, rotary, activations and sampling into far fewer kernels; shapes are static per
+        # bucket) and the compiled step is what the CUDA graph captures. ~40 s once per bucket.
+        self.compile = self.use_graph if compile is None else compile
+        # Only the forward is compiled: the random draw stays an eager op on the default
+        # generator, whose graph-safe state makes every replay draw fresh numbers.
+        self._forward = model
+        if self.compile:
+            for knob in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, knob):
+                    setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 64))
+            self._forward = torch.compile(model, dynamic=False)
         self.max_batch, self.len_bucket, self.check_every = max_batch, len_bucket, check_every
         self._slots: dict[tuple[int, int], _Slots] = {}
         self.capture_s = 0.0  # time spent building graphs (reported by the benchmark)
@@ -188,10 +204,10 @@ class GraphGenerator:
             b *= 2
         return min(max(b, 1), self.max_batch) if n <= self.max_batch else self.max_batch
 
-    def _slots_for(self, batch: int, length: int, max_new: int) -> _Slots:
+    def _slots_for(self, batch: int, length: int, max_new: int, nucleus: bool) -> _Slots:
         from transformers import StaticCache
 
-        key = (batch, length)
+        key = (batch, length, nucleus)
         if key in self._slots and self._slots[key].out.shape[1] >= max_new:
             return self._slots[key]
         dev, dt = self.device, self.model.dtype
@@ -204,20 +220,26 @@ class GraphGenerator:
                    done=torch.zeros(batch, dtype=torch.bool, device=dev),
                    stop=torch.full((MAX_STOP_IDS,), -1, dtype=torch.long, device=dev),
                    temperature=torch.ones((), device=dev), top_p=torch.ones((), device=dev),
-                   greedy=torch.zeros((), dtype=torch.bool, device=dev))
+                   greedy=torch.zeros((), dtype=torch.bool, device=dev), nucleus=nucleus)
         s.cache = StaticCache(config=self.model.config, max_cache_len=length)
         if dev.type != "cuda":
             s.gen = torch.Generator(device=dev)
         self._slots[key] = s
         return s
 
+    def _forward_sample(self, tok, pos, mask, cache, temperature, top_p, greedy, done, gen,
+                        nucleus: bool):
+        """Model forward for the fed tokens (B, 1) and the next token (B,) (pad on done rows)."""
+        logits = self._forward(input_ids=tok, position_ids=pos, attention_mask=mask,
+                            past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+        nxt = sample_next(logits[:, -1].float(), temperature, top_p, greedy, gen, nucleus)
+        return torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
+
     def _decode_step(self, s: _Slots) -> None:
         """One decode step on the fixed buffers: the body of the CUDA graph."""
         s.mask.index_fill_(3, s.col, 0.0)  # the fed token's own column becomes visible
-        logits = self.model(input_ids=s.tok, position_ids=s.pos, attention_mask=s.mask,
-                            past_key_values=s.cache, use_cache=True, logits_to_keep=1).logits
-        nxt = sample_next(logits[:, -1].float(), s.temperature, s.top_p, s.greedy, s.gen)  # (B,)
-        nxt = torch.where(s.done, torch.full_like(nxt, self.pad_id), nxt)
+        nxt = self._forward_sample(s.tok, s.pos, s.mask, s.cache, s.temperature, s.top_p, s.greedy,
+                               s.done, s.gen, s.nucleus)                                # (B,)
         s.out.index_copy_(1, s.step, nxt[:, None])
         s.done |= torch.isin(nxt, s.stop)
         s.tok.copy_(nxt[:, None])
@@ -231,7 +253,7 @@ class GraphGenerator:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(2):
+            for _ in range(3):  # the first compiles when compile=True
                 self._decode_step(s)
         torch.cuda.current_stream().wait_stream(side)
         s.graph = torch.cuda.CUDAGraph()
@@ -287,7 +309,7 @@ class GraphGenerator:
         width = max(len(p) for p in prompts)
         need = width + max_new
         length = -(-need // self.len_bucket) * self.len_bucket
-        s = self._slots_for(batch, length, max_new)
+        s = self._slots_for(batch, length, max_new, nucleus=top_p < 1.0)
         padded = prompts + [[self.pad_id]] * (batch - n)
         ids, amask = left_pad(padded, self.pad_id, self.device)
         s.temperature.fill_(temperature)
@@ -305,7 +327,7 @@ class GraphGenerator:
         if self.device.type == "cuda":
             torch.cuda.manual_seed(seed)
         logits = self._prefill(s, ids, amask)
-        first = sample_next(logits, s.temperature, s.top_p, s.greedy, s.gen)  # (B,)
+        first = sample_next(logits, s.temperature, s.top_p, s.greedy, s.gen, s.nucleus)  # (B,)
         s.done.zero_()
         s.done[n:] = True
         s.out.fill_(self.pad_id)
