@@ -28,6 +28,7 @@ from typing import Any
 from training.benches.base import Task, TextEnv, UserReply, UserState
 from training.benches.tau2.domain import World
 from training.benches.tau2.scoring import Score, ToolCall, score_episode
+from training.benches.tau2.users import user_system_prompt
 from training.users import leak
 
 USER_STOP_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
@@ -183,8 +184,6 @@ class Tau2Env(TextEnv):
         return "\n".join(parts)
 
     def _user_state(self, message: str) -> UserState:
-        from training.benches.tau2.users import user_system_prompt
-
         return UserState(gym=self.gym, task=self.task, turn=self.turn, agent_message=message,
                          history=list(self.history), revealed=dict(self.revealed),
                          questions_asked=self.questions,
