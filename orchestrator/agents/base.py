@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,12 @@ from typing import Any
 
 from orchestrator import diagnostics, effects, experience
 from orchestrator.agents import gitops
+from orchestrator.workspace import Workspace, parse_trailers
+
+# refs only the gate (and `orchestrator start`) may move: the live and judged refs, the gate's
+# notes, the run tags; guarded for the CLIs, which run while the gate is held (issue 9, item 5)
+GUARDED_REFS = ("refs/eau/", "refs/notes/", "refs/tags/")
+GUARDED_AGENTS = ("claude-code", "codex", "command")
 
 # how a session ended
 OK, NO_CHANGE, FAILED, TIMEOUT, UNAVAILABLE, REFUSED = (
@@ -182,6 +189,23 @@ def changed_protected(before: dict[str, tuple[float, int]], ctx: SessionContext)
     return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
+def guarded_refs(ws: Path) -> dict[str, str]:
+    out = gitops.git(ws, "for-each-ref", "--format=%(refname) %(objectname)", *GUARDED_REFS)
+    return dict(line.split(" ", 1) for line in out.splitlines() if line.strip())
+
+
+def restore_refs(ws: Path, before: dict[str, str]) -> list[str]:
+    """Put back every guarded ref the session created, moved or deleted; returns their names."""
+    after = guarded_refs(ws)
+    moved = sorted(r for r in set(before) | set(after) if before.get(r) != after.get(r))
+    for ref in moved:
+        if ref in before:
+            gitops.git(ws, "update-ref", ref, before[ref])
+        else:
+            gitops.git(ws, "update-ref", "-d", ref)
+    return moved
+
+
 def read_control(ws: Path) -> dict[str, Any] | None:
     path = ws / "control.json"
     if not path.exists():
@@ -205,6 +229,7 @@ def run_session(ctx: SessionContext) -> SessionResult:
     (ctx.session_dir / "prompt.md").write_text(ctx.prompt)
     start_head = gitops.head(ctx.workspace)
     guard = protected_fingerprint(ctx)
+    refs = guarded_refs(ctx.workspace) if ctx.agent in GUARDED_AGENTS else None
     try:
         result = get_adapter(ctx.agent).run(ctx)
     except Exception as exc:      # an adapter bug must not stop training (issue 7)
@@ -213,6 +238,11 @@ def run_session(ctx: SessionContext) -> SessionResult:
     if touched:
         result.status = REFUSED
         result.reason = f"session wrote outside the workspace: {', '.join(touched)}"
+    moved = restore_refs(ctx.workspace, refs) if refs is not None else []
+    if moved:
+        result.status = REFUSED
+        result.reason = (f"session moved refs only the gate may move ({', '.join(moved)}); they "
+                         f"were put back") + (f"; {result.reason}" if touched else "")
     try:
         made = ensure_trailers(ctx, start_head)
     except gitops.GitError:
@@ -268,8 +298,11 @@ def ensure_trailers(ctx: SessionContext, start: str) -> list[str]:
     their trees, authors and dates kept) the session's own new commits that lack them. Commits the
     session did not make are left alone; returns the session's commits."""
     commits = gitops.commits_between(ctx.workspace, start)
-    if not commits or all("Eau-Session:" in gitops.message(ctx.workspace, c) for c in commits):
+    if not commits or all(parse_trailers(gitops.message(ctx.workspace, c)).get("Eau-Session")
+                          for c in commits):
         return commits
+    if not Workspace(ctx.workspace).is_ancestor(start, "HEAD"):
+        return commits      # main was reset or rewritten: left as it is for the gate to refuse
     parent, out = start, []
     for c in commits:
         fmt = gitops.git(ctx.workspace, "log", "-1", "--format=%T%n%an%n%ae%n%ad", c).splitlines()
@@ -286,7 +319,9 @@ def ensure_trailers(ctx: SessionContext, start: str) -> list[str]:
 
 class hidden_eval:
     """Keep runs/NAME/eval/ unreadable while a CLI without read rules (codex, command) runs
-    (DESIGN.md: evaluation is walled off). Not a barrier for root: the session folder notes it."""
+    (DESIGN.md: evaluation is walled off). A chmod is no barrier for root: there `wrap` runs the
+    CLI in its own mount namespace with the folder covered by an empty tmpfs and no capabilities
+    left to uncover it (issue 9, item 5), where unshare and setpriv work."""
 
     def __init__(self, ctx: SessionContext):
         self.path, self.mode = ctx.exp_dir / "eval", None
@@ -300,3 +335,29 @@ class hidden_eval:
     def __exit__(self, *exc: object) -> None:
         if self.mode is not None:
             self.path.chmod(self.mode)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        if self.mode is None or os.geteuid() != 0 or not _namespaces_work():
+            return argv
+        script = ('mount -t tmpfs -o size=4k,mode=000 eau-eval "$0" && '
+                  'exec setpriv --bounding-set=-all --inh-caps=-all -- "$@"')
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                str(self.path), *argv]
+
+
+_NAMESPACES: list[bool] = []
+
+
+def _namespaces_work() -> bool:
+    """Whether this machine lets us make a mount namespace and drop capabilities (asked once)."""
+    if not _NAMESPACES:
+        ok = bool(shutil.which("unshare") and shutil.which("setpriv"))
+        if ok:
+            probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                                    "mount -t tmpfs -o size=4k eau-probe /mnt 2>/dev/null || "
+                                    "mount -t tmpfs -o size=4k eau-probe /tmp && "
+                                    "exec setpriv --bounding-set=-all --inh-caps=-all -- true"],
+                                   capture_output=True, timeout=30)
+            ok = probe.returncode == 0
+        _NAMESPACES.append(ok)
+    return _NAMESPACES[0]

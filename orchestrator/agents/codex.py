@@ -39,8 +39,8 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         return res
     last = ctx.session_dir / "last-message.txt"
     dirty = set(gitops.dirty_paths(ctx.workspace))
-    with base.hidden_eval(ctx):
-        proc = base.run_process(build_argv(ctx, str(last)), cwd=ctx.workspace,
+    with base.hidden_eval(ctx) as wall:
+        proc = base.run_process(wall.wrap(build_argv(ctx, str(last))), cwd=ctx.workspace,
                                 env=base.clean_env(ctx, keep=CREDENTIAL_ENV), timeout_s=ctx.time_limit_s,
                                 stdout_path=ctx.session_dir / "transcript.jsonl",
                                 stderr_path=ctx.session_dir / "stderr.txt")

@@ -26,8 +26,8 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     env["EAU_SESSION_DIR"] = str(ctx.session_dir)
     dirty = set(gitops.dirty_paths(ctx.workspace))
     prompt_file = str(ctx.session_dir / "prompt.md")
-    with base.hidden_eval(ctx):
-        proc = base.run_process([*ctx.command, prompt_file], cwd=ctx.workspace, env=env,
+    with base.hidden_eval(ctx) as wall:
+        proc = base.run_process(wall.wrap([*ctx.command, prompt_file]), cwd=ctx.workspace, env=env,
                                 timeout_s=ctx.time_limit_s, stdout_path=ctx.session_dir / "transcript.txt",
                                 stderr_path=ctx.session_dir / "stderr.txt")
     res.transcript = str(ctx.session_dir / "transcript.txt")
