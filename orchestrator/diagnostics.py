@@ -222,8 +222,17 @@ def _answered(ep: dict[str, Any]) -> bool:
     return any(t.get("answered") for t in ep.get("turns", []))
 
 
-def find_deadlocks(episodes: list[dict[str, Any]]) -> list[Finding]:
-    """Episodes that end at the turn limit without an answer (the min_questions counter, A.2)."""
+def rollout_turn_cap(run_dir: Path | str) -> int | None:
+    """The trainer's own turn cap (config.json rollout.max_turns), which no workspace knob moves."""
+    try:
+        return int(json.loads((Path(run_dir) / "config.json").read_text())["rollout"]["max_turns"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def find_deadlocks(episodes: list[dict[str, Any]], turn_cap: int | None = None) -> list[Finding]:
+    """Episodes that end at the turn limit without an answer (the min_questions counter, A.2).
+    `at_rollout_cap` says the limit hit was the trainer's rollout.max_turns, not env max_steps."""
     out = []
     by_gym: dict[str, list[dict[str, Any]]] = {}
     for ep in episodes:
@@ -235,7 +244,9 @@ def find_deadlocks(episodes: list[dict[str, Any]]) -> list[Finding]:
             out.append(Finding("deadlock", gym,
                                f"{frac:.0%} of recent {gym} episodes hit the turn limit without an answer.",
                                {"frac": round(frac, 3), "episodes": len(eps),
-                                "examples": [ep.get("task_id") for ep in stuck[:3]]}))
+                                "examples": [ep.get("task_id") for ep in stuck[:3]],
+                                "at_rollout_cap": turn_cap is not None and all(
+                                    len(ep.get("turns", [])) >= turn_cap for ep in stuck)}))
     return out
 
 
@@ -357,7 +368,8 @@ def diagnose(run_dir: Path | str, window: int = 10,
     metrics = read_metrics(run_dir)
     episodes = read_episodes(run_dir)
     gyms = _gyms_of(episodes, metrics)
-    findings = (find_nan(metrics, window) + find_harm(effects or []) + find_deadlocks(episodes)
+    findings = (find_nan(metrics, window) + find_harm(effects or [])
+                + find_deadlocks(episodes, rollout_turn_cap(run_dir))
                 + find_leaks(episodes, metrics, window) + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window))
     return sorted(findings, key=lambda f: not f.irreversible)   # stable: keeps the order above

@@ -157,6 +157,8 @@ class Planner:
                             knobs=writes, reverts=sha)
 
     def on_deadlock(self, f: Finding, run_dir: Path) -> Intervention | None:
+        if f.evidence.get("at_rollout_cap"):
+            return None     # the trainer's rollout.max_turns ends them: no workspace knob governs it
         for gym in self._gyms_for(f):
             mq = f"env.{gym}.min_questions"
             new = self.step(mq, -1) if (self.value(mq) or 0) > 0 else None

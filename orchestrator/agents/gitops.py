@@ -1,31 +1,25 @@
 """The few git operations the meta-agent loop needs on an experiment workspace.
 
-DESIGN.md keeps git behind `orchestrator/workspace.py` (issue 2); these helpers are the loop's
-narrow view of it: commit a session's edits under the session's own identity with its trailers,
-list the commits a session made, and read a file or message at a commit. They call the `git`
-executable with an explicit work tree so that a hook or a user's global config cannot redirect them.
+Every command goes through `orchestrator.workspace.Workspace.run` (STYLE.md point 7: git behind
+one module); these helpers are the loop's narrow view of it: commit a session's edits under the
+session's own identity with its trailers, list the commits a session made, and read a file or a
+message at a commit.
 """
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
-LIVE_REF = "refs/eau/live"
+from orchestrator.workspace import LIVE_REF, GitError, Workspace
 
-
-class GitError(RuntimeError):
-    pass
+__all__ = ["GitError", "LIVE_REF", "git", "head", "live", "commits_between", "message",
+           "author_email", "show_file", "knobs_at", "dirty_paths", "with_trailers", "identity_env",
+           "commit_all"]
 
 
 def git(ws: Path | str, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
-    proc = subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
-    if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args[:2])} failed in {ws}: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+    return Workspace(ws).run(*args, env=env, check=check) + "\n"
 
 
 def head(ws: Path | str) -> str:
@@ -52,9 +46,8 @@ def author_email(ws: Path | str, sha: str) -> str:
 
 
 def show_file(ws: Path | str, sha: str, path: str) -> str | None:
-    proc = subprocess.run(["git", "-C", str(ws), "show", f"{sha}:{path}"], capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL)
-    return proc.stdout if proc.returncode == 0 else None
+    data = Workspace(ws).read_file(sha, path)
+    return data.decode(errors="replace") if data is not None else None
 
 
 def knobs_at(ws: Path | str, sha: str) -> dict[str, Any]:

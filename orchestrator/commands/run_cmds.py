@@ -38,7 +38,8 @@ def register(sub) -> None:
     p.add_argument("--agent", default="builtin", choices=("claude-code", "codex", "builtin", "command", "none"))
     p.add_argument("--bench", default=None, help="usergym, colbench or tau2 (needed for a new experiment)")
     p.add_argument("--exp", default=None, help="experiment name (default: BENCH-AGENT); an existing one continues")
-    p.add_argument("--every", type=int, default=10, help="a session every K trainer steps (default 10)")
+    p.add_argument("--every", type=int, default=None,
+                   help="a session every K trainer steps (default 10; 3 with --preset cpu, a 10-step run)")
     p.add_argument("--minutes", type=float, default=None, help="or every T minutes, whichever comes first")
     p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"))
     p.add_argument("--steps", type=int, default=None, help="PPO steps of the run (trainer.total_steps)")
@@ -47,7 +48,8 @@ def register(sub) -> None:
     p.add_argument("--max-runs", type=int, default=DEFAULT_CAP, help="cap of runs, restarts included (default 5)")
     p.add_argument("--agent-cmd", default=None, help="the program of --agent command (quoted)")
     p.add_argument("--session-minutes", type=float, default=10.0, help="wall-clock limit of one session")
-    p.add_argument("--window", type=int, default=10, help="W: steps before/after for measured effects")
+    p.add_argument("--window", type=int, default=None,
+                   help="W: steps before/after for measured effects (default 10; 3 with --preset cpu)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, dotted (e.g. --set data.train_batch_size=4)")
     p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
@@ -100,11 +102,14 @@ def cmd_start(args) -> int:
         if not meta.exists():
             raise UserError(f"no experiment {name!r} in {root}: give --bench B to create it.")
         bench = Experiment(root / name).meta["bench"]
-    opts = StartOptions(bench=bench, agent=args.agent, every=args.every, minutes=args.minutes,
+    short = args.preset == "cpu"      # the CPU demo runs ~10 steps: sessions and windows to match
+    every = args.every if args.every is not None else (3 if short else 10)
+    window = args.window if args.window is not None else (3 if short else 10)
+    opts = StartOptions(bench=bench, agent=args.agent, every=every, minutes=args.minutes,
                         preset=args.preset, steps=args.steps, model=args.model, skill=args.skill,
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
-                        session_time_s=60.0 * args.session_minutes, window=args.window,
+                        session_time_s=60.0 * args.session_minutes, window=window,
                         overrides=_parse_sets(args.set), trainer=args.trainer_module)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())

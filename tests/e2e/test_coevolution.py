@@ -1,7 +1,7 @@
 """End to end: the meta-agent loop around a training run.
 
-- The built-in agent with the real trainer on a tiny model: a user arm planted to leak (the
-  colbench collaborator volunteers a hidden fact every turn) is diagnosed from the trajectories,
+- The built-in agent with the real trainer on a tiny model: a user arm planted to leak (a
+  collaborator rule that discloses a hidden fact every turn) is diagnosed from the trajectories,
   the fix is committed, passes the gate, is applied by the running trainer, and user/leak_rate
   falls; the ledger and `git log` show it. (slow: a few real PPO steps on the CPU)
 - The same loop with the fake `claude` and `codex` executables (tests/fakes), one behaviour per
@@ -28,18 +28,19 @@ def git(ws, *args):
     return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True).stdout
 
 
-def plant(exp_dir: Path, path: list[str], value) -> str:
-    """A person's commit that plants a defect; the gate judges it like any other."""
-    ws = exp_dir / "workspace"
-    knobs = json.loads((ws / "knobs.json").read_text())
-    node = knobs
-    for p in path[:-1]:
-        node = node[p]
-    node[path[-1]] = value
-    (ws / "knobs.json").write_text(json.dumps(knobs, indent=2) + "\n")
-    sha = Workspace(ws).commit_all(f"Plant a defect: {'.'.join(path)} = {value}\n\nWhy: test the loop.\n"
-                                   f"Expect: the meta-agent finds and repairs it.\n", ("tester", "t@x"))
+def plant_leaking_rule(exp_dir: Path) -> str:
+    """A person's commit that plants the defect: a collaborator rule, first in order, that
+    discloses the next hidden fact on every turn whatever was asked. The gate judges it."""
     from orchestrator import gate
+
+    ws = exp_dir / "workspace"
+    path = ws / "users" / "colbench" / "rules.json"
+    rules = json.loads(path.read_text())
+    rules["rules"].insert(0, {"id": "blurt", "gyms": ["colbench"], "when": {}, "reveal": "next",
+                              "say": "By the way, {facts}"})
+    path.write_text(json.dumps(rules, indent=2) + "\n")
+    sha = Workspace(ws).commit_all("Add a chatty collaborator rule\n\nWhy: test the loop.\n"
+                                   "Expect: the meta-agent finds the leak and repairs it.\n", ("tester", "t@x"))
     assert gate.judge_pending(exp_dir)[0].accepted
     return sha
 
@@ -48,7 +49,7 @@ def plant(exp_dir: Path, path: list[str], value) -> str:
 def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tiny_model_dir):
     monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
     exp_dir = init_experiment("leak", "colbench", tmp_path)
-    plant(exp_dir, ["user", "colbench", "volunteer_interval"], 1)
+    plant_leaking_rule(exp_dir)
     opts = StartOptions(bench="colbench", agent="builtin", every=2, preset="cpu", steps=7, window=2,
                         model=str(tiny_model_dir), poll_s=0.5,
                         overrides={"data.train_batch_size": 2, "rollout.n": 1, "rollout.max_turns": 3,
@@ -60,7 +61,7 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
     assert fixes, ledger.read_lines(exp.dir, "session")
     fix = fixes[0]["commits"][0]
     subject = git(exp.ws.path, "log", "-1", "--format=%s%n%ae%n%b", fix)
-    assert "volunteer_interval 1 -> 0" in subject and "builtin-s001@agents.eau" in subject
+    assert "Rein in user rule 'blurt'" in subject and "builtin-s001@agents.eau" in subject
     assert "Eau-Agent: builtin" in subject and "Why:" in subject
     verdict = [v for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == fix]
     assert verdict and verdict[0]["verdict"] == "accepted"

@@ -100,3 +100,12 @@ def test_skill_file_has_frontmatter_and_names_the_gate_rules():
     assert "name: eau" in head and "description:" in head
     for needle in ("Why:", "Expect:", "x-max-delta", "0.80", "control.json", "experience", "eval/"):
         assert needle in text
+
+
+def test_deadlock_at_the_trainers_turn_cap_is_marked(tmp_path):
+    run = write_run(tmp_path / "run-001", 10, episodes_fn=lambda s, r: [
+        episode("colbench", deadlock=True, turns=3, first=f"q{i}") for i in range(4)])
+    (run / "config.json").write_text(json.dumps({"rollout": {"max_turns": 3}}))
+    assert diagnostics.diagnose(run)[0].evidence["at_rollout_cap"] is True
+    (run / "config.json").write_text(json.dumps({"rollout": {"max_turns": 16}}))
+    assert diagnostics.diagnose(run)[0].evidence["at_rollout_cap"] is False
