@@ -155,7 +155,7 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
     head = ws.main()
     pending = pending_commits(ws) if head else []
     if not pending:
-        return []
+        return _restore_after_reset(ws, head)
     live = ws.rev(LIVE_REF)
     if live is None:
         raise UserError(f"{ws.path} has no {LIVE_REF}: it was not made by `orchestrator init` "
@@ -196,6 +196,29 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
         ws.add_note(revert, json.dumps({"verdict": "accepted", "reasons": [],
                                         "note": "revert commit made by the gate"}))
     return verdicts
+
+
+def _restore_after_reset(ws: Workspace, head: str | None) -> list[Verdict] | None:
+    """main moved back to an already judged commit (a reset or force-push with nothing new): no
+    commit to judge, but main's tree left the live tree; put it back with a gate commit on top
+    (issue 9, item 5: a history rewrite is refused, main and live never drift apart)."""
+    live, last = ws.rev(LIVE_REF), ws.rev(JUDGED_REF)
+    if not (head and live and last) or head == last or ws.is_ancestor(last, head) \
+            or ws.tree_of(head) == ws.tree_of(live):
+        return []
+    message = "\n".join([
+        "Restore main to the live tree: history rewrite refused by the EAU gate", "",
+        f"main was moved back to {head[:10]} and no longer descends from {last[:10]}, which the "
+        "gate already judged.", "",
+        "Why: history on main is never rewritten; add commits on top of main instead.",
+        "Expect: main's tree equals refs/eau/live again.", "Eau-Author: gate"])
+    fix = ws.commit_tree(ws.tree_of(live), head, message)
+    if not ws.advance_main(fix, head):
+        return None
+    ws.add_note(fix, json.dumps({"verdict": "accepted", "reasons": [],
+                                 "note": "restore commit made by the gate after a history rewrite"}))
+    ws.set_ref(JUDGED_REF, fix)
+    return []
 
 
 def _revert_message(verdicts: list[Verdict]) -> str:
