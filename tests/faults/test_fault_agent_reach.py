@@ -169,3 +169,20 @@ Expect: more room
     (v,) = gate.judge_pending(exp)
     assert v.author_kind == "agent" and not v.accepted
     assert any("widen" in r for r in v.reasons), v.reasons
+
+
+def test_reset_of_main_with_nothing_new_is_put_right(exp, tmp_path):
+    """A reset alone leaves no commit to judge; the gate still brings main back to live."""
+    ws = ws_of(exp)
+    judged = knob_commit(ws, "agent.entropy_coeff", 0.002)
+    assert gate.judge_pending(exp)[0].accepted
+    session(exp, tmp_path, "git reset -q --hard HEAD~1\n")
+    assert ws.tree_of("main") != ws.tree_of(LIVE_REF)
+    assert gate.judge_pending(exp) == []
+    assert ws.rev(LIVE_REF) == judged
+    assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
+    assert "history rewrite refused" in ws.info(ws.main()).message
+    assert json.loads((ws.path / "knobs.json").read_text())["agent"]["entropy_coeff"] == 0.002
+    sha = knob_commit(ws, "agent.kl_loss_coef", 0.002)         # work goes on normally after
+    (v,) = gate.judge_pending(exp)
+    assert v.commit == sha and v.accepted
