@@ -277,14 +277,23 @@ class Loop:
             ended = self.run.name
             if self.handle_control():       # the last session asked for another run
                 return None
+            self.close_run()
             self.exp.set_run_state(ended, st.state, ended_step=st.step, reason=st.reason)
             return st.state
         if self.stop_event.is_set():
             self.sup.stop()
             self.runner.wait(self.opts.session_time_s + 30)
+            self.close_run()
             self.exp.set_run_state(self.run.name, STOPPED, ended_step=last_step(self.run))
             return STOPPED
         return None
+
+    def close_run(self) -> None:
+        """Last measurements of the run; the built-in agent files what they show in the pool."""
+        ledger.sync_applied(self.exp.dir)
+        effects.update_effects(self.exp.dir, self.run, self.exp.ws.path, self.opts.window)
+        if self.opts.agent == "builtin":
+            experience.record_effects(self.exp.dir, self.exp.meta["bench"], self.exp.ws.path)
 
     def status(self, st) -> dict[str, Any]:
         return {"run": self.run.name, "step": st.step, "state": st.state,

@@ -130,8 +130,8 @@ def cmd_start(args) -> int:
 class LiveView:
     """Progress over steps, the latest metrics and the last sessions, refreshed every tick."""
 
-    def __init__(self, exp_dir: Path, enabled: bool = True):
-        self.exp_dir, self.enabled = exp_dir, enabled
+    def __init__(self, exp_dir: Path, enabled: bool = True, console: Console | None = None):
+        self.exp_dir, self.enabled, self.console = exp_dir, enabled, console
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn())
         self.task = None
@@ -140,7 +140,7 @@ class LiveView:
 
     def __enter__(self) -> "LiveView":
         if self.enabled:
-            self.live = Live(self.progress, refresh_per_second=2, transient=False)
+            self.live = Live(self.progress, refresh_per_second=2, transient=False, console=self.console)
             self.live.__enter__()
         return self
 

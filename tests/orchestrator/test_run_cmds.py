@@ -53,3 +53,20 @@ def test_bad_input_ends_in_one_sentence(tmp_path, capsys):
     assert main(["--runs-dir", str(tmp_path), "status", "nope"]) == 2
     assert main(["--runs-dir", str(tmp_path), "start", "--bench", "nobench", "--exp", "x"]) == 2
     assert "unknown bench" in capsys.readouterr().err
+
+
+def test_live_view_renders_progress_metrics_and_sessions(tmp_path):
+    from rich.console import Console
+
+    from orchestrator.commands.run_cmds import LiveView
+    from runlogs import write_run
+
+    write_run(tmp_path / "exp" / "run-001", 4)
+    out = open(tmp_path / "view.txt", "w")
+    view = LiveView(tmp_path / "exp", console=Console(file=out, width=120, force_terminal=False))
+    with view:
+        view.update({"run": "run-001", "step": 4, "total_steps": 10, "state": "running",
+                     "session_running": False, "sessions": 0})
+    out.close()
+    text = (tmp_path / "view.txt").read_text()
+    assert "run-001" in text and "4/10" in text and "reward/mean" in text and "meta-agent sessions" in text
