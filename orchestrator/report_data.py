@@ -132,7 +132,8 @@ class ExperimentData:
             return f"Generic meta-agent ({agent})" if agent else "Generic meta-agent"
         if agent:
             return f"EAU ({agent})"
-        return "training"
+        # no agent recorded and no meta-agent session ever ran: plain PPO in effect
+        return "PPO (no meta-agent sessions)" if self.runs else "training"
 
 
 def _run_key(value: Any) -> str:
