@@ -59,6 +59,7 @@ def build_argv(ctx: base.SessionContext, settings: Path) -> list[str]:
             str(ctx.skill_path.parent),
             "--permission-mode", "dontAsk", "--max-turns", str(ctx.max_turns),
             "--output-format", "json",
+            *(["--max-budget-usd", f"{ctx.budget_usd:g}"] if ctx.budget_usd else []),
             "--allowedTools", *allow]          # last: it swallows every word after it
 
 

@@ -48,6 +48,7 @@ def register(sub) -> None:
     p.add_argument("--max-runs", type=int, default=DEFAULT_CAP, help="cap of runs, restarts included (default 5)")
     p.add_argument("--agent-cmd", default=None, help="the program of --agent command (quoted)")
     p.add_argument("--session-minutes", type=float, default=10.0, help="wall-clock limit of one session")
+    p.add_argument("--budget-usd", type=float, default=None, help="spend limit of one claude-code session")
     p.add_argument("--window", type=int, default=None,
                    help="W: steps before/after for measured effects (default 10; 3 with --preset cpu)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -110,6 +111,7 @@ def cmd_start(args) -> int:
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,
+                        budget_usd=args.budget_usd,
                         overrides=_parse_sets(args.set), trainer=args.trainer_module)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -15,7 +15,8 @@ def git(ws, *args):
 
 
 def test_commit_carries_identity_and_trailers_and_flags_are_right(exp, fakes_on_path):
-    ctx = make_ctx(exp, "claude-code", extra_env={"FAKE_MODE": "edit", "FAKE_LOG": str(fakes_on_path)})
+    ctx = make_ctx(exp, "claude-code", budget_usd=0.5,
+                   extra_env={"FAKE_MODE": "edit", "FAKE_LOG": str(fakes_on_path)})
     res = base.run_session(ctx)
     assert res.status == base.OK and len(res.commits) == 1
     assert res.cost_usd == 0.0123 and res.turns == 3
@@ -29,7 +30,7 @@ def test_commit_carries_identity_and_trailers_and_flags_are_right(exp, fakes_on_
     assert argv[argv.index("--setting-sources") + 1] == ""
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
     assert argv[argv.index("--output-format") + 1] == "json"
-    assert "--append-system-prompt-file" in argv
+    assert "--append-system-prompt-file" in argv and argv[argv.index("--max-budget-usd") + 1] == "0.5"
     settings = json.loads(open(argv[argv.index("--settings") + 1]).read())
     assert any("/eval/" in r for r in settings["permissions"]["deny"])
     line = effects.ledger_read(exp, "session")[-1]
