@@ -75,9 +75,9 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
     assert rows[-1]["workspace/commit"].startswith(fix[:7]) or fix.startswith(str(rows[-1]["workspace/commit"]))
 
 
-def _cli_opts(agent, steps=48):
+def _cli_opts(agent, steps=60):
     return StartOptions(bench="colbench", agent=agent, every=3, preset="cpu", steps=steps, window=5,
-                        trainer="fake_trainer", poll_s=0.1, session_time_s=1.5,
+                        trainer="fake_trainer", poll_s=0.1, session_time_s=5.0,
                         overrides={"trainer.save_freq": 5})
 
 
@@ -91,7 +91,7 @@ def test_cli_agents_through_the_loop_with_failing_sessions(agent, tmp_path, monk
     monkeypatch.setenv("PATH", f"{FAKES}:{Path(sys.executable).parent}:/usr/bin:/bin")
     monkeypatch.setenv("PYTHONPATH", str(FAKES))
     monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
-    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.25")
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.3")
     exp, final = run_experiment(f"{agent}-loop", _cli_opts(agent), tmp_path)
     assert final == "finished"
     sessions = ledger.read_lines(exp.dir, "session")
@@ -106,4 +106,4 @@ def test_cli_agents_through_the_loop_with_failing_sessions(agent, tmp_path, monk
     assert [v["verdict"] for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == good] == ["accepted"]
     assert any(a["commit"] == good for a in ledger.read_lines(exp.dir, "applied"))
     steps = [json.loads(x)["step"] for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
-    assert steps == list(range(1, 49))          # training went on through every failed session
+    assert steps == list(range(1, 61))          # training went on through every failed session
