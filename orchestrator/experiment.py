@@ -278,7 +278,7 @@ class Loop:
             if self.handle_control():       # the last session asked for another run
                 return None
             self.close_run()
-            self.exp.set_run_state(ended, st.state, ended_step=st.step, reason=st.reason)
+            self.exp.set_run_state(ended, st.state, ended_step=st.step, end_reason=st.reason)
             return st.state
         if self.stop_event.is_set():
             self.sup.stop()
