@@ -82,7 +82,12 @@ class SessionResult:
 # ----------------------------------------------------------------------------- the prompt
 
 def build_prompt(ctx: SessionContext) -> str:
-    """The task text: where things are, the current findings, recent effects, the experience index."""
+    """The task text: where things are, the current findings, recent effects, the experience index.
+    Under the generic skill (the paper's generic meta-agent baseline, Table 4) only where things are."""
+    if ctx.skill_path.parent.name == "generic":
+        return (f"A training run is in progress. Run logs (read-only): {ctx.run_dir}\n"
+                f"Workspace (a git repository; the only place you may edit and commit): {ctx.workspace}\n"
+                "Improve training. Commit with `Why:` and `Expect:` lines.\n")
     eff = effects.ledger_read(ctx.exp_dir, "effect")[-8:]
     findings = diagnostics.diagnose(ctx.run_dir, ctx.window, eff)
     metrics = diagnostics.read_metrics(ctx.run_dir)

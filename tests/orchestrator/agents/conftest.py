@@ -32,7 +32,7 @@ def fakes_on_path(monkeypatch, tmp_path):
 
 
 def make_ctx(exp: Path, agent: str, session: str = "s001", **kw) -> SessionContext:
+    kw.setdefault("skill_path", ROOT / "skills" / "eau" / "SKILL.md")
     return SessionContext(agent=agent, session_id=session, exp_dir=exp, workspace=exp / "workspace",
                           run_dir=exp / "run-001", bench="colbench",
-                          skill_path=ROOT / "skills" / "eau" / "SKILL.md",
                           experience_dir=exp.parent / "pool", **kw)

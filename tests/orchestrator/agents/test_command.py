@@ -35,3 +35,12 @@ def test_failing_command_leaves_the_workspace_clean(exp, tmp_path):
     assert res.status == base.FAILED and "exited 7" in res.reason
     assert subprocess.run(["git", "-C", str(exp / "workspace"), "status", "--porcelain"],
                           capture_output=True, text=True).stdout == ""
+
+
+def test_prompt_has_diagnostics_and_pool_under_eau_but_not_under_generic(exp):
+    from runlogs import ROOT
+
+    eau = base.build_prompt(make_ctx(exp, "command"))
+    assert "Diagnostics now" in eau and "Experience pool index" in eau and str(exp / "workspace") in eau
+    generic = base.build_prompt(make_ctx(exp, "command", skill_path=ROOT / "skills" / "generic" / "SKILL.md"))
+    assert "Diagnostics" not in generic and "Improve training" in generic
