@@ -116,9 +116,10 @@ def emit(out, rec):
 # ---------------------------------------------------------------- generation
 def bench_gen(out, backends, batches, prompt_len=256, new=128):
     prompt_len, new = _n(prompt_len, 16), _n(new, 8)
-    model = smollm2_135m()
     g = torch.Generator().manual_seed(0)
     for backend in backends:
+        torch.manual_seed(0)
+        model = smollm2_135m()  # a fresh copy each: "graph" switches its model's decode attention
         gen = make_generator(model, _Tok, backend.split(":")[0],
                              **({"compile": False} if backend == "graph:eager" else {}))
         for b in batches:
@@ -127,7 +128,7 @@ def bench_gen(out, backends, batches, prompt_len=256, new=128):
                 _, warm = sync_time(lambda: gen.generate(prompts, new if backend != "plain" else 8,
                                                          temperature=1.0, seed=1))
                 times = []
-                for rep in range(1 if backend == "plain" else 2):
+                for rep in range(2):
                     res, dt = sync_time(lambda: gen.generate(prompts, new, temperature=1.0,
                                                              seed=2 + rep))
                     times.append(dt)
@@ -141,7 +142,7 @@ def bench_gen(out, backends, batches, prompt_len=256, new=128):
                            "trace": traceback.format_exc()[-1500:]})
         if backend == "cb" and hasattr(model, "destroy_cached_continuous_batching_manager"):
             model.destroy_cached_continuous_batching_manager()
-        del gen
+        del gen, model
         torch.cuda.empty_cache()
 
 
@@ -151,14 +152,16 @@ def bench_greedy(out):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.manual_seed(0)
         model = smollm2_135m(dtype=dtype, init=0.1)
+        torch.manual_seed(0)
+        stock = smollm2_135m(dtype=dtype, init=0.1)   # same weights, stock SDPA attention
         prompts = [torch.randint(3, _v(49152), (n,), generator=g).tolist() for n in (17, 64, 100, 5)
                    for _ in range(2)]
-        a = make_generator(model, _Tok, "plain").generate(prompts, 48, greedy=True)
+        a = make_generator(stock, _Tok, "plain").generate(prompts, 48, greedy=True)
         b = make_generator(model, _Tok, "graph").generate(prompts, 48, greedy=True)
         same = sum(x == y for x, y in zip(a, b))
         emit(out, {"section": "greedy", "dtype": str(dtype), "rows": len(a), "equal_rows": same,
                    "first_diff": next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)})
-        del model
+        del model, stock
         torch.cuda.empty_cache()
 
 

@@ -41,8 +41,9 @@ def model():
 
 def test_graph_loop_greedy_equals_plain_generate(model):
     prompts = _prompts()
-    plain = make_generator(model, Tok, "plain").generate(prompts, 24, greedy=True)
+    plain = make_generator(_model(), Tok, "plain").generate(prompts, 24, greedy=True)  # pure SDPA
     fast = make_generator(model, Tok, "graph").generate(prompts, 24, greedy=True)
+    assert model.config._attn_implementation == "eau_gqa_decode"
     assert fast == plain
     assert len({tuple(r) for r in plain}) == len(plain)          # the case is not trivial
     assert all(len(set(r)) > 3 for r in plain)
@@ -107,9 +108,9 @@ def test_cuda_graph_greedy_equals_plain_on_gpu(batch):
     torch.backends.cuda.matmul.allow_tf32 = False
     m = _model("cuda")
     prompts = _prompts(seed=5, lengths=tuple(1 + (7 * i) % 40 for i in range(batch)))
-    plain = make_generator(m, Tok, "plain").generate(prompts, 32, greedy=True)
+    plain = make_generator(_model("cuda"), Tok, "plain").generate(prompts, 32, greedy=True)
     gen = make_generator(m, Tok, "auto")
     assert gen.__class__.__name__ == "GraphGenerator" and gen.use_graph
     assert gen.generate(prompts, 32, greedy=True) == plain
     assert gen.generate(prompts, 32, greedy=True, stop_ids=[plain[0][3]]) == \
-        make_generator(m, Tok, "plain").generate(prompts, 32, greedy=True, stop_ids=[plain[0][3]])
+        make_generator(_model("cuda"), Tok, "plain").generate(prompts, 32, greedy=True, stop_ids=[plain[0][3]])
