@@ -105,6 +105,8 @@ class RolloutConfig:
     user_llm: str = "none"
     """LLM user backend for the llm arm: "none" (symbolic arm only) or "reference" (the frozen
     reference model answers as the user, batched)."""
+    user_response_length: int = 96
+    """New tokens per LLM-user reply (user_llm = "reference")."""
 
 
 @dataclass(frozen=True)

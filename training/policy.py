@@ -171,7 +171,8 @@ def action_logprobs(model: nn.Module, input_ids: torch.Tensor, attention_mask: t
 
 @torch.no_grad()
 def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
-             temperature: float, top_p: float, model: nn.Module | None = None) -> list[list[int]]:
+             temperature: float, top_p: float, model: nn.Module | None = None,
+             min_new_tokens: int = 0) -> list[list[int]]:
     """One batched, KV-cached sampling call for all contexts (left padded).
 
     Returns each context's new tokens, cut after the first end-of-turn token (kept).
@@ -189,10 +190,15 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
     stop = end_of_turn_ids(tok)
     was_training = model.training
     model.eval()
-    with models.autocast():
+    # Decoding is bound by reading weights: on CPU, autocast re-casts every fp32 weight to bf16
+    # at each new token, which measured slower than plain fp32 (benchmarks/trainer_bench.py);
+    # prefill-heavy training passes keep autocast. On GPU bf16 autocast is used throughout.
+    rollout_ctx = models.autocast() if models.device.type == "cuda" else contextlib.nullcontext()
+    with rollout_ctx:
         out = model.generate(input_ids=ids, attention_mask=attn, do_sample=temperature > 0,
                              temperature=temperature if temperature > 0 else None,
                              top_p=top_p, top_k=0, max_new_tokens=max_new_tokens,
+                             min_new_tokens=min_new_tokens or None,
                              pad_token_id=pad, eos_token_id=stop)                   # (B, L + n)
     model.train(was_training)
     new = out[:, width:].tolist()

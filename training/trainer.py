@@ -105,7 +105,7 @@ class Trainer:
         self.failed_commits: set[str] = set()
         reseed(self.cfg.trainer.seed)
         self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed)
-        self.llm = None
+        self.llm = self._user_llm()
         self.actor_opt = self._optimizer(self.models.policy, self.cfg.actor.optim)
         self.critic_opt = self._optimizer(self.models.critic, self.cfg.critic.optim)
         self.watcher: live.LiveWatcher | None = None
@@ -124,6 +124,25 @@ class Trainer:
         params = [p for p in model.parameters() if p.requires_grad]
         return torch.optim.AdamW(params, lr=optim.lr, betas=tuple(optim.betas),
                                  weight_decay=optim.weight_decay)
+
+    def _user_llm(self):
+        """The llm arm's backend: None (symbolic arm only) or the frozen reference model answering
+        as the user, batched across episodes (training.users.llm; issue 3: the CPU demo shares
+        the reference instead of loading a third model)."""
+        if self.cfg.rollout.user_llm == "none":
+            return None
+        from training.policy import load_tokenizer
+        from training.users.llm import LLMRouter, LocalLLMUser
+
+        model = self.models.reference
+        if model is None:            # LoRA: the policy's base is not frozen on its own; load one
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained(self.models.path).eval()
+            model.requires_grad_(False).to(self.models.device)
+        user = LocalLLMUser(model, load_tokenizer(self.models.path),
+                            max_new_tokens=self.cfg.rollout.user_response_length,
+                            seed=self.cfg.trainer.seed)
+        return LLMRouter({"default": user})
 
     def check_snapshot(self, snap) -> None:
         """A snapshot is usable when every gym's environment builds and resets from it."""
@@ -230,7 +249,8 @@ class Trainer:
                     "perf/rollout_s": stats.generate_s + stats.env_s,
                     "perf/update_s": update_s,
                     "perf/rollout_tokens_per_s": stats.generated_tokens / max(stats.generate_s, 1e-9),
-                    "perf/update_tokens_per_s": batch.num_tokens * self.cfg.actor.ppo_epochs
+                    # every token the update forwards (prompt, observations, actions), as verl
+                    "perf/update_tokens_per_s": int(batch.lengths.sum()) * self.cfg.actor.ppo_epochs
                     / max(update_s, 1e-9),
                     "perf/generated_tokens": stats.generated_tokens,
                     "perf/peak_mem_mb": peak_memory_mb()})

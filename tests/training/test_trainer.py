@@ -27,20 +27,31 @@ def _params(sd: dict, prefix: str = "") -> dict[str, torch.Tensor]:
     return {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
 
 
-def test_smoke_two_steps_on_colbench(tmp_path, tiny_model_dir):
-    """Two PPO steps on a real gym change policy and critic and write every run file."""
+@pytest.mark.parametrize("bench,user_llm", [("colbench", "none"), ("usergym", "reference")])
+def test_smoke_two_steps_on_a_real_gym(tmp_path, tiny_model_dir, bench, user_llm):
+    """Two PPO steps on a real gym change policy and critic and write every run file; on UserGym
+    the frozen reference answers as the LLM user arm (batched)."""
     from transformers import AutoModelForCausalLM
 
     run = tmp_path / "run"
-    write_run(run, workspace_dir=PROJECT / "workspace", model_dir=tiny_model_dir,
-              bench="colbench", overrides={"trainer.save_freq": 2})
+    over = {"trainer.save_freq": 2, "rollout.user_llm": user_llm,
+            "rollout.user_response_length": 8}
+    if bench == "usergym":
+        over.update({"gyms": ["travel"], "data.train_batch_size": 2, "rollout.n": 2})
+    write_run(run, workspace_dir=PROJECT / "workspace", model_dir=tiny_model_dir, bench=bench,
+              overrides=over)
     trainer = Trainer(run)
     assert trainer.run() == 0
     rows = list(metrics.read_lines(run / "metrics.jsonl"))
     assert [r["step"] for r in rows] == [1, 2]
-    for name in DESIGN_METRICS + ["reward/colbench", "success/colbench"]:
+    gym = trainer.gyms[0]
+    for name in DESIGN_METRICS + [f"reward/{gym}", f"success/{gym}"]:
         assert name in rows[-1], name
-    assert any(k.startswith("reward/colbench/") for k in rows[-1])     # user-arm split
+    assert any(k.startswith(f"reward/{gym}/") for k in rows[-1])     # user-arm split
+    if user_llm == "reference":
+        arms = {ep["user_arm"] for row in (1, 2) for ep in metrics.read_lines(
+            run / "trajectories" / f"step-{row:06d}.jsonl")}
+        assert "llm" in arms and rows[-1]["user/symbolic_frac"] < 1.0
     events = [e["event"] for e in metrics.read_lines(run / "events.jsonl")]
     assert events[0] == "started" and "checkpoint" in events and events[-1] == "finished"
     ckpt = checkpoint.latest(run / "checkpoints")
