@@ -81,6 +81,7 @@ def _cli_opts(agent, steps=60):
                         overrides={"trainer.save_freq": 5})
 
 
+@pytest.mark.slow          # ~30 s each: a 60-step stand-in run with sessions that hang for their limit
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_cli_agents_through_the_loop_with_failing_sessions(agent, tmp_path, monkeypatch):
     home = tmp_path / "home"
