@@ -115,6 +115,14 @@ def resolve_target(target: str | None, model: str | None, runs_dir: str | None) 
         raise UserError(f"nothing to evaluate at {target!r}: give an experiment name, a run "
                         "folder (NAME/run-002) or a checkpoint folder.")
     path = path.resolve()
+    if model is not None:               # the untrained model's row, filed with this experiment
+        if path.parent.name == "checkpoints":
+            exp_root = path.parents[2]
+        elif _RUN_RE.match(path.name):
+            exp_root = path.parent
+        else:
+            exp_root = path
+        return EvalTarget(exp_root=exp_root, checkpoint=None, model=model)
     if _STEP_RE.match(path.name) and path.parent.name == "checkpoints":
         ckpt, run_dir = path, path.parent.parent
     elif _RUN_RE.match(path.name):
@@ -128,8 +136,6 @@ def resolve_target(target: str | None, model: str | None, runs_dir: str | None) 
         run_dir = runs[-1]
         ckpt = _final_checkpoint(run_dir)
     exp_root = run_dir.parent
-    if model is not None:
-        return EvalTarget(exp_root=exp_root, checkpoint=None, model=model)
     return EvalTarget(exp_root=exp_root, checkpoint=ckpt, model=None, run=run_dir.name,
                       step=int(_STEP_RE.match(ckpt.name).group(1)))
 

@@ -192,3 +192,11 @@ def test_builtin_agent_session_opens_nothing_under_eval(agent_exp):
     # the session's guard fingerprints the eval folder (lists and stats it, to refuse a session
     # that wrote there); no file under it is ever opened
     assert [p for event, p in result["seen"] if event == "open"] == [], result["seen"]
+
+
+def test_model_target_files_prompting_rows(tmp_path):
+    (tmp_path / "exp" / "run-001").mkdir(parents=True)          # no checkpoint needed for --model
+    t = eval_cmds.resolve_target("exp", "default", str(tmp_path))
+    assert (t.exp_root, t.checkpoint, t.model) == (tmp_path / "exp", None, "default")
+    t = eval_cmds.resolve_target(None, "default", str(tmp_path))
+    assert t.exp_root == tmp_path / "prompting"
