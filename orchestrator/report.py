@@ -105,6 +105,21 @@ def _interventions_table(exp: ExperimentData) -> str:
             f"</tr>{rows}</table>")
 
 
+def _sessions_table(exp: ExperimentData) -> str:
+    """Every meta-agent session of the ledger: how it ended and why (refusals included)."""
+    rows = [r for r in exp.ledger if r.get("type") == "session"]
+    if not rows:
+        return "<p>No meta-agent sessions.</p>"
+    body = "".join(
+        f"<tr><td class=l>{html.escape(str(r.get('session_id', '')))}</td>"
+        f"<td class=l>{html.escape(str(r.get('agent', '')))}</td>"
+        f"<td class=l>{html.escape(str(r.get('status', '')))}</td>"
+        f"<td>{len(r.get('commits') or [])}</td>"
+        f"<td class=l>{html.escape(str(r.get('reason') or '')[:240])}</td></tr>" for r in rows)
+    return ("<table class=sessions><tr><th class=l>session</th><th class=l>agent</th>"
+            f"<th class=l>ended</th><th>commits</th><th class=l>reason</th></tr>{body}</table>")
+
+
 def _progression_table(exp: ExperimentData) -> str:
     rows = plots.run_progression(exp)
     if not rows:
@@ -134,7 +149,8 @@ def _experiment_section(exp: ExperimentData, out_dir: Path, slug: str) -> str:
     return (f"<section class=exp id=\"exp-{html.escape(slug)}\"><h2>{html.escape(exp.name)}</h2>"
             f"<p>{facts}</p>{imgs or '<p>No training metrics yet.</p>'}"
             f"<h3>Run-by-run</h3>{_progression_table(exp)}"
-            f"<h3>Applied interventions</h3>{_interventions_table(exp)}</section>")
+            f"<h3>Applied interventions</h3>{_interventions_table(exp)}"
+            f"<h3>Meta-agent sessions</h3>{_sessions_table(exp)}</section>")
 
 
 def _slugs(exps: list[ExperimentData]) -> list[str]:

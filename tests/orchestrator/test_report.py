@@ -60,6 +60,8 @@ def make_experiment(runs_dir: Path, name: str, *, agent: str = "builtin", n_runs
         {"type": "applied", "commit": "b" * 40, "run": n_runs, "step": 12},
         {"type": "effect", "commit": "b" * 40, "metric": "success/travel", "delta": -0.2,
          "noise": 0.05, "label": "harmed"},
+        {"type": "session", "agent": agent, "session_id": "s002", "status": "refused",
+         "reason": "commit refused: <gate> said no", "commits": []},
     ]
     _jsonl(root / "ledger.jsonl", ledger, tail='{"type": "applied", "comm')   # truncated line
     for seed in seeds:
@@ -133,6 +135,7 @@ def test_report_page_and_figures(tmp_path):
         assert f'src="{png}"' in page
         assert (tmp_path / "out" / png).stat().st_size > 5000
     assert "0.010<span class=spread>&plusmn;0.010" in page        # travel mean and spread
+    assert "commit refused: &lt;gate&gt; said no" in page          # sessions, escaped
     assert "<script" not in page and "http" not in page            # self-contained
 
 
