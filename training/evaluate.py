@@ -393,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         out = evaluate(spec, Path(a.out_root), checkpoint=ckpt, model=a.model, run=a.run,
                        step=a.step, refused=refused, show_progress=not a.no_progress)
+    except PermissionError as exc:      # the wall: something tried to read a walled path
+        print(f"evaluate: refused: {exc}", file=sys.stderr)
+        return 3
     except (EvalError, ValueError, FileNotFoundError) as exc:
         print(f"evaluate: {exc}", file=sys.stderr)
         return 2

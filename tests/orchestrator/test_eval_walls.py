@@ -86,7 +86,7 @@ def test_a_bench_that_peeks_at_the_ledger_is_refused(experiment, monkeypatch, ca
     monkeypatch.setenv("FAKE_EVAL_PEEK", str(runs / "exp" / "ledger.jsonl"))
     assert _eval(runs, "--seed", "7") == 2
     err = capsys.readouterr().err
-    assert "the evaluation failed" in err
+    assert "the evaluation failed (exit 3)" in err
     assert not list((runs / "exp" / "eval").glob("*seed7*"))
 
 
