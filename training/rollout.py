@@ -150,6 +150,13 @@ def _finish_turn(models: Models, ep: Episode, k: int, text: str, reply: UserRepl
         ep.done, ep.truncated = True, True
 
 
+def _env_failed(ep: Episode, k: int, text: str, exc: Exception) -> None:
+    """Record an environment exception on the episode (kept in the trajectory for diagnosis)."""
+    ep.error = f"environment error: {type(exc).__name__}: {exc}"
+    ep.turns.append(_turn_record(k, text, None, 0.0, {}))
+    ep.done, ep.truncated = True, True
+
+
 def run_turn(models: Models, active: list[Episode], k: int, *, response_length: int,
              temperature: float, top_p: float, max_turns: int, budget: int,
              stats: RolloutStats) -> None:
@@ -170,13 +177,24 @@ def run_turn(models: Models, active: list[Episode], k: int, *, response_length: 
             _append(ep, [stop[-1]], False, -1)
         text = tok.decode([t for t in ids if t not in stop], skip_special_tokens=True)
         texts.append(text)
-        state = ep.env.prepare(text)
+        try:
+            state = ep.env.prepare(text)
+        except Exception as exc:      # an environment bug ends this episode, not the run
+            _env_failed(ep, k, text, exc)
+            continue
         if state is not None:
             pending.append((ep, state))
     replies = dict(zip([id(ep) for ep, _ in pending], respond_all(pending)))
     for ep, text in zip(active, texts):
+        if ep.done:
+            continue
         reply = replies.get(id(ep))
-        _finish_turn(models, ep, k, text, reply, ep.env.complete(reply), max_turns, budget)
+        try:
+            result = ep.env.complete(reply)
+        except Exception as exc:
+            _env_failed(ep, k, text, exc)
+            continue
+        _finish_turn(models, ep, k, text, reply, result, max_turns, budget)
     stats.env_s += time.perf_counter() - t0
 
 

@@ -241,6 +241,7 @@ class Trainer:
         out = episode_metrics(records)
         out.update(upd)
         out.update({"step": step, "time": time.time(), "workspace/commit": self.live.commit,
+                    "episode/env_errors": sum(rec["error"] is not None for rec in records),
                     "reward/module_errors": score_stats.errors,
                     "reward/module_calls": score_stats.calls,
                     "actor/entropy_coeff": coefs["entropy_coeff"],
@@ -318,6 +319,10 @@ class Trainer:
                     break
                 self.step += 1
                 self.files.metric(record)
+                print(f"step {self.step}: reward {record['reward/mean']:.3f} "
+                      f"turns {record['episode/turns']:.1f} {record['perf/step_s']:.1f}s "
+                      f"commit {record['workspace/commit'][:8] or '-'}", file=sys.stderr,
+                      flush=True)
                 freq = self.cfg.trainer.save_freq
                 if freq > 0 and self.step % freq == 0:
                     self.save("save_freq")

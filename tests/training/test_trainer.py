@@ -112,3 +112,21 @@ def test_missing_model_is_one_sentence(tmp_path, tiny_model_dir):
               overrides={"model.path": "nobody/no-such-model-xyz"})
     with pytest.raises(ModelLoadError, match="huggingface-cli download nobody/no-such-model-xyz"):
         Trainer(tmp_path / "r")
+
+
+def test_lora_trains_only_adapters(tmp_path, tiny_model_dir):
+    """model.lora_rank > 0: peft adapters train, base weights stay, the reference is the base."""
+    ws = write_workspace(tmp_path / "ws")
+    write_run(tmp_path / "r", workspace_dir=ws, model_dir=tiny_model_dir,
+              overrides={"model.lora_rank": 4, "trainer.total_steps": 1})
+    trainer = Trainer(tmp_path / "r")
+    assert trainer.models.reference is None
+    before = {k: v.clone() for k, v in trainer.models.policy.state_dict().items()}
+    assert trainer.run() == 0
+    after = trainer.models.policy.state_dict()
+    lora = [k for k in before if "lora_" in k]
+    base = [k for k in before if "lora_" not in k]
+    assert lora and any(not torch.equal(before[k], after[k]) for k in lora)
+    assert all(torch.equal(before[k], after[k]) for k in base)
+    row = next(metrics.read_lines(tmp_path / "r" / "metrics.jsonl"))
+    assert row["kl/ref"] == pytest.approx(0.0, abs=1e-6)     # adapters start as the identity
