@@ -41,8 +41,8 @@ def model():
 
 def test_graph_loop_greedy_equals_plain_generate(model):
     prompts = _prompts()
-    plain = make_generator(_model(), Tok, "plain").generate(prompts, 24, greedy=True)  # pure SDPA
-    fast = make_generator(model, Tok, "graph").generate(prompts, 24, greedy=True)
+    plain = make_generator(_model(), Tok, "plain").generate(prompts, 16, greedy=True)  # pure SDPA
+    fast = make_generator(model, Tok, "graph").generate(prompts, 16, greedy=True)
     assert model.config._attn_implementation == "eau_gqa_decode"
     assert fast == plain
     assert len({tuple(r) for r in plain}) == len(plain)          # the case is not trivial
@@ -51,10 +51,10 @@ def test_graph_loop_greedy_equals_plain_generate(model):
 
 def test_stop_ids_cut_after_first_stop_like_plain(model):
     prompts = _prompts(seed=2)
-    free = make_generator(model, Tok, "plain").generate(prompts, 20, greedy=True)
-    stop = [free[0][4], free[2][7]]
-    plain = make_generator(model, Tok, "plain").generate(prompts, 20, greedy=True, stop_ids=stop)
-    fast = make_generator(model, Tok, "graph", check_every=2).generate(prompts, 20, greedy=True,
+    free = make_generator(model, Tok, "plain").generate(prompts, 12, greedy=True)
+    stop = [free[0][4], free[2][6]]
+    plain = make_generator(model, Tok, "plain").generate(prompts, 12, greedy=True, stop_ids=stop)
+    fast = make_generator(model, Tok, "graph", check_every=2).generate(prompts, 12, greedy=True,
                                                                        stop_ids=stop)
     assert fast == plain
     assert plain[0] == trim(free[0], stop) and plain[0][-1] in stop and len(plain[0]) <= 5
@@ -63,19 +63,40 @@ def test_stop_ids_cut_after_first_stop_like_plain(model):
 
 def test_more_prompts_than_batch_and_reuse_across_calls(model):
     prompts = _prompts(seed=3, lengths=(3, 8, 4, 6, 2))
-    plain = make_generator(model, Tok, "plain").generate(prompts, 12, greedy=True)
+    plain = make_generator(model, Tok, "plain").generate(prompts, 8, greedy=True)
     gen = make_generator(model, Tok, "graph", max_batch=2)
-    assert gen.generate(prompts, 12, greedy=True) == plain
-    assert gen.generate(prompts[:3], 12, greedy=True) == plain[:3]   # buffers reused
+    assert gen.generate(prompts, 8, greedy=True) == plain
+    assert gen.generate(prompts[:3], 8, greedy=True) == plain[:3]   # buffers reused
 
 
 def test_seeded_sampling_repeats_and_differs_by_seed(model):
     gen = make_generator(model, Tok, "graph")
     prompts = _prompts(seed=4)
-    a = gen.generate(prompts, 16, temperature=1.0, seed=7)
-    assert gen.generate(prompts, 16, temperature=1.0, seed=7) == a
-    assert gen.generate(prompts, 16, temperature=1.0, seed=8) != a
-    assert all(len(r) == 16 for r in a)
+    a = gen.generate(prompts, 8, temperature=1.0, seed=7)
+    assert gen.generate(prompts, 8, temperature=1.0, seed=7) == a
+    assert gen.generate(prompts, 8, temperature=1.0, seed=8) != a
+    assert all(len(r) == 8 for r in a)
+
+
+def test_min_new_tokens_bars_stop_ids_until_then(model):
+    prompts = _prompts(seed=6)
+    free = make_generator(model, Tok, "plain").generate(prompts, 12, greedy=True)
+    stop = [free[0][0]]                                 # row 0 would stop at once
+    gen = make_generator(model, Tok, "graph")
+    early = gen.generate(prompts, 12, greedy=True, stop_ids=stop)
+    late = gen.generate(prompts, 12, greedy=True, stop_ids=stop, min_new_tokens=3)
+    assert early[0] == [stop[0]]
+    assert len(late[0]) >= 3 and stop[0] not in late[0][:3]
+
+
+def test_unseeded_calls_follow_the_global_generator(model):
+    gen = make_generator(model, Tok, "graph")
+    prompts = _prompts(seed=7)
+    torch.manual_seed(11)
+    a = gen.generate(prompts, 8, seed=None)
+    b = gen.generate(prompts, 8, seed=None)
+    torch.manual_seed(11)
+    assert gen.generate(prompts, 8, seed=None) == a and a != b
 
 
 def test_top_p_samples_only_from_the_nucleus():
