@@ -179,6 +179,14 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
     """
     model = model or models.policy
     tok = models.tokenizer
+    if models.device.type == "cuda" and os.environ.get("EAU_ROLLOUT_BACKEND", "graph") == "graph":
+        # issue 11: CUDA-graph decode on a bf16 copy (training/generation.py); None = not applicable
+        from training.generation import fast_generate
+        fast = fast_generate(model, tok, contexts, max_new_tokens=max_new_tokens,
+                             temperature=temperature, top_p=top_p, stop_ids=end_of_turn_ids(tok),
+                             min_new_tokens=min_new_tokens)
+        if fast is not None:
+            return fast
     pad = tok.pad_token_id
     width = max(len(c) for c in contexts)
     ids = torch.full((len(contexts), width), pad, dtype=torch.long)                 # (B, L)
