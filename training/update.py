@@ -78,13 +78,22 @@ def _micro(batch: Batch, index: torch.Tensor, device: torch.device) -> dict[str,
     return out
 
 
+def single_update(batch: Batch, cfg: Config) -> bool:
+    """One epoch and one mini-batch: the policy is still the rollout's when the loss is taken,
+    so the old log-probs are the current ones, detached, and their own pass is skipped (as
+    verl does); this saves one of the step's forward passes."""
+    return cfg.actor.ppo_epochs == 1 and cfg.actor.ppo_mini_batch_size * cfg.rollout.n >= batch.size
+
+
 @torch.no_grad()
 def score_batch(models: Models, batch: Batch, cfg: Config) -> None:
-    """Fill old_logprobs, ref_logprobs, old_values, advantages and returns of the batch."""
+    """Fill old_logprobs (unless `single_update`), ref_logprobs, old_values, advantages and
+    returns of the batch."""
     B, T = batch.input_ids.shape
     temp = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     old, ref, vals = (torch.zeros(B, T) for _ in range(3))
     step = cfg.actor.ppo_micro_batch_size
+    skip_old = single_update(batch, cfg)
     models.policy.eval()
     models.critic.eval()
     for start in range(0, B, step):
@@ -92,17 +101,20 @@ def score_batch(models: Models, batch: Batch, cfg: Config) -> None:
         mb = _micro(batch, index, models.device)
         t = mb["input_ids"].shape[1]
         with models.autocast():
-            lp, _ = action_logprobs(models.policy, mb["input_ids"], mb["attention_mask"],
-                                    mb["response_mask"], temperature=temp)
+            if not skip_old:
+                lp, _ = action_logprobs(models.policy, mb["input_ids"], mb["attention_mask"],
+                                        mb["response_mask"], temperature=temp)
+                old[index, :t] = lp.float().cpu()
             with models.reference_model() as reference:
                 rp, _ = action_logprobs(reference, mb["input_ids"], mb["attention_mask"],
                                         mb["response_mask"], temperature=temp)
             v = models.critic(mb["input_ids"], mb["attention_mask"])
-        old[index, :t], ref[index, :t] = lp.float().cpu(), rp.float().cpu()
+        ref[index, :t] = rp.float().cpu()
         vals[index, :t] = v.float().cpu() * mb["response_mask"].cpu()
     models.policy.train()
     models.critic.train()
-    batch.old_logprobs, batch.ref_logprobs, batch.old_values = old, ref, vals
+    batch.old_logprobs = None if skip_old else old
+    batch.ref_logprobs, batch.old_values = ref, vals
     a = cfg.algorithm
     batch.advantages, batch.returns = ppo.compute_advantages(
         vals, batch.response_mask, batch.turn_ids, batch.turn_rewards, batch.turn_mask,
@@ -121,7 +133,8 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
     with models.autocast():
         logp, ent = action_logprobs(models.policy, mb["input_ids"], mb["attention_mask"], mask,
                                     temperature=temp, with_entropy=True)
-    pg = ppo.policy_loss(logp, mb["old_logprobs"], mb["advantages"], mask, cfg.actor.clip_ratio)
+    old = mb["old_logprobs"] if "old_logprobs" in mb else logp.detach()    # single_update
+    pg = ppo.policy_loss(logp, old, mb["advantages"], mask, cfg.actor.clip_ratio)
     entropy = ppo.masked_mean(ent, mask)
     kl = ppo.masked_mean(ppo.low_var_kl(logp, mb["ref_logprobs"]), mask)
     loss = pg["pg_loss"] - coefs["entropy_coeff"] * entropy

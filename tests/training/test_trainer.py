@@ -36,6 +36,8 @@ def test_smoke_two_steps_on_a_real_gym(tmp_path, tiny_model_dir, bench, user_llm
     run = tmp_path / "run"
     over = {"trainer.save_freq": 2, "rollout.user_llm": user_llm,
             "rollout.user_response_length": 8}
+    if bench == "colbench":       # two mini-batches: old log-probs get their own pass
+        over["actor.ppo_mini_batch_size"] = 1
     if bench == "usergym":
         over.update({"gyms": ["travel"], "data.train_batch_size": 2, "rollout.n": 2})
     write_run(run, workspace_dir=PROJECT / "workspace", model_dir=tiny_model_dir, bench=bench,
