@@ -310,6 +310,56 @@ def bench_ppo(out, backends=("graph", "plain"), episodes=64, prompt_len=256, new
         torch.cuda.empty_cache()
 
 
+# ---------------------------------------------------------------- the trainer's own code
+def bench_trainer(out, tok_dir, episodes=64, prompt_len=256, new=128, micro=4):
+    """Issue 3's GPU figures through the trainer's functions (training.policy.generate,
+    training.update.score_batch / ppo_update) on a random model of SmolLM2-135M's shape with the
+    real tokenizer (carried: the GGUF weights cannot travel). The usergym preset (appendix C), one
+    turn of 64 episodes, 256-token contexts, 128 generated tokens each."""
+    import os
+    from types import SimpleNamespace
+
+    from transformers import AutoTokenizer
+
+    from training.config import ModelConfig, resolve
+    from training.policy import generate, load_models
+    from training.update import collate, ppo_update, score_batch
+
+    episodes, prompt_len, new = _n(episodes, 4), _n(prompt_len, 16), _n(new, 8)
+    folder = Path("/tmp/smollm2-135m-random")
+    torch.manual_seed(0)
+    smollm2_135m(dtype=torch.float32, device="cpu").save_pretrained(folder)
+    AutoTokenizer.from_pretrained(tok_dir).save_pretrained(folder)
+    cfg = resolve("usergym", overrides={"actor.ppo_micro_batch_size": micro,
+                                        "critic.ppo_micro_batch_size": micro})
+    models = load_models(ModelConfig(path=str(folder), device=DEV), seed=0)
+    actor_opt = torch.optim.AdamW(models.policy.parameters(), lr=cfg.actor.optim.lr)
+    critic_opt = torch.optim.AdamW(models.critic.parameters(), lr=cfg.critic.optim.lr)
+    coefs = {"entropy_coeff": 0.001, "kl_loss_coef": 0.001, "lr": cfg.actor.optim.lr}
+    g = torch.Generator().manual_seed(6)
+    contexts = torch.randint(100, _v(49000), (episodes, prompt_len), generator=g).tolist()
+    pad = models.tokenizer.pad_token_id
+    for backend in ("graph", "plain"):
+        os.environ["EAU_ROLLOUT_BACKEND"] = backend
+        kw = dict(max_new_tokens=new, temperature=1.0, top_p=1.0, min_new_tokens=new)
+        generate(models, contexts, **dict(kw, max_new_tokens=8 if backend == "plain" else new,
+                                          min_new_tokens=0))                     # warm-up
+        res, t_roll = sync_time(lambda: generate(models, contexts, **kw))
+        eps = [SimpleNamespace(tokens=c + r, mask=[0] * len(c) + [1] * len(r),
+                               turn_ids=[-1] * len(c) + [0] * len(r)) for c, r in zip(contexts, res)]
+        batch = collate(eps, [[1.0] for _ in eps], pad)
+        _, t_score = sync_time(lambda: score_batch(models, batch, cfg))
+        _, t_upd = sync_time(lambda: ppo_update(models, actor_opt, critic_opt, batch, cfg, coefs,
+                                                seed=0))
+        toks = sum(len(r) for r in res)
+        emit(out, {"section": "trainer", "rollout_backend": backend, "episodes": episodes,
+                   "micro": micro, "gen_tokens": toks, "rollout_s": t_roll,
+                   "ref_old_logprobs_s": t_score, "update_s": t_upd,
+                   "step_s": t_roll + t_score + t_upd, "rollout_tok_per_s": toks / t_roll,
+                   "update_tok_per_s": int(batch.lengths.sum()) / t_upd,
+                   "peak_gb": torch.cuda.max_memory_allocated() / 2**30 if DEV == "cuda" else None})
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sections", default="gen,greedy,update,varlen,ppo")
@@ -318,6 +368,8 @@ def main(argv=None):
     ap.add_argument("--out", default="gpu_bench.jsonl")
     ap.add_argument("--skip-15b-gc", action="store_true")
     ap.add_argument("--tiny", action="store_true", help="CPU smoke test with 2-layer models")
+    ap.add_argument("--tokenizer", default=".device/tok", help="SmolLM2 tokenizer folder (trainer)")
+    ap.add_argument("--micro", type=int, default=4, help="trainer section: PPO micro-batch")
     a = ap.parse_args(argv)
     global DEV
     if a.tiny:
@@ -346,6 +398,8 @@ def main(argv=None):
                 bench_varlen(a.out)
             elif sec == "ppo":
                 bench_ppo(a.out)
+            elif sec == "trainer":
+                bench_trainer(a.out, a.tokenizer, micro=a.micro)
         except Exception as e:
             emit(a.out, {"section": sec, "error": repr(e)[:500], "trace": traceback.format_exc()[-2000:]})
         emit(a.out, {"section": sec, "elapsed_s": time.perf_counter() - s0})
