@@ -129,6 +129,11 @@ def bench_restart(run: Path) -> float:
     return time.perf_counter() - t0
 
 
+def progress(result: dict) -> None:
+    """Partial results as they come (a slow, shared CPU may not reach the end)."""
+    print("partial " + json.dumps(result), file=sys.stderr, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="", help="model folder (default: packaged SmolLM2)")
@@ -159,12 +164,16 @@ def main() -> int:
         result = {"model": trainer.models.path, "device": str(trainer.models.device),
                   "threads": torch.get_num_threads(), "load_s": time.perf_counter() - t0,
                   "new_tokens": args.new_tokens, "loadavg_1m": os.getloadavg()[0]}
+        progress(result)
         result.update(bench_rollout_update(trainer, args.new_tokens))
+        progress(result)
         result.update(bench_hot_reload(trainer, repo_dir))
+        progress(result)
         trainer.watcher.stop()
         trainer.live.close()
         del trainer
         result.update(bench_steps(run, args.steps))
+        progress(result)
         result["restart_to_same_state_s"] = bench_restart(run)
         result["peak_mem_mb"] = peak_memory_mb()
         result["loadavg_1m_end"] = os.getloadavg()[0]
