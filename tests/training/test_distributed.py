@@ -43,18 +43,20 @@ def _train_step(model, ids: torch.Tensor) -> float:
     return float(loss.detach())
 
 
-def _worker(rank: int, world: int, port: int, strategy: str, out: str) -> None:
+def _worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     info = D.init(device="cpu")
-    model = D.wrap_model(_tiny_llama(), info, strategy)
-    rows = D.shard(list(range(4)), info)               # data-parallel share of the episodes
-    loss = _train_step(model, _batch()[rows])
-    metrics = D.all_reduce_mean({"loss": loss, "rank": float(rank)}, info)
-    gathered = D.gather_objects({"rank": rank, "rows": rows}, info)
-    state = D.full_state_dict(model, info)
-    torch.save({"state": state, "metrics": metrics, "gathered": gathered}, f"{out}/rank{rank}.pt")
+    for strategy in ("ddp", "fsdp"):  # one process group for both: spawning costs ~10 s
+        model = D.wrap_model(_tiny_llama(), info, strategy)
+        rows = D.shard(list(range(4)), info)               # data-parallel share of the episodes
+        loss = _train_step(model, _batch()[rows])
+        metrics = D.all_reduce_mean({"loss": loss, "rank": float(rank)}, info)
+        gathered = D.gather_objects({"rank": rank, "rows": rows}, info)
+        state = D.full_state_dict(model, info)
+        torch.save({"state": state, "metrics": metrics, "gathered": gathered},
+                   f"{out}/{strategy}-rank{rank}.pt")
     D.shutdown(info)
 
 
@@ -64,13 +66,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
-def test_two_gloo_processes_match_one_process(tmp_path, strategy):
+@pytest.fixture(scope="module")
+def two_process_results(tmp_path_factory):
     import torch.multiprocessing as mp
 
-    mp.start_processes(_worker, args=(2, _free_port(), strategy, str(tmp_path)), nprocs=2,
+    out = tmp_path_factory.mktemp("gloo")
+    mp.start_processes(_worker, args=(2, _free_port(), str(out)), nprocs=2,
                        start_method="spawn", join=True)
-    r0, r1 = (torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1))
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_two_gloo_processes_match_one_process(two_process_results, strategy):
+    r0, r1 = (torch.load(two_process_results / f"{strategy}-rank{r}.pt") for r in (0, 1))
     single = _tiny_llama()
     _train_step(single, _batch())
     ref = single.state_dict()
