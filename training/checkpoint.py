@@ -67,6 +67,14 @@ def save(root: Path, step: int, tensors: dict[str, dict], meta: dict[str, Any],
     return dest
 
 
+def remove_partial(root: Path) -> int:
+    """Delete temporary folders a killed process left mid-save; returns how many."""
+    found = list(root.glob(".tmp-step-*")) if root.is_dir() else []
+    for p in found:
+        shutil.rmtree(p, ignore_errors=True)
+    return len(found)
+
+
 def list_whole(root: Path) -> list[Path]:
     """Whole checkpoint folders, oldest first."""
     if not root.is_dir():

@@ -112,9 +112,11 @@ class Trainer:
         ws = self.cfg.workspace
         if ws.repo:
             self.watcher = live.LiveWatcher(Path(ws.repo), ws.live_ref, ws.poll_s)
+        checkpoint.remove_partial(self.files.checkpoints)
         resumed = self._resume() if resume else None
         if resumed is None:
             self.live = self._initial_snapshot()
+        self._drop_lines_past_step()
         self.files.event("started", step=self.step, commit=self.live.commit, resumed=resume,
                          pid=os.getpid())
 
@@ -296,11 +298,15 @@ class Trainer:
             self.live = self._initial_snapshot(meta.get("commit") or None)
         except live.SnapshotError:
             self.live = self._initial_snapshot()
+        return self.step
+
+    def _drop_lines_past_step(self) -> None:
+        """No step twice and no torn line: metrics and trajectories past the step we (re)start
+        from are left over from a killed process and are dropped (also on a fresh start)."""
         metrics.truncate_after_step(self.files.metrics, self.step)
         for path in self.files.trajectories.glob("step-*.jsonl"):
             if int(path.stem.split("-")[1]) > self.step:
                 path.unlink()
-        return self.step
 
     # ---- the loop -------------------------------------------------------------------------
     def run(self, stop_at: int | None = None) -> int:

@@ -132,3 +132,20 @@ def test_lora_trains_only_adapters(tmp_path, tiny_model_dir):
     assert all(torch.equal(before[k], after[k]) for k in base)
     row = next(metrics.read_lines(tmp_path / "r" / "metrics.jsonl"))
     assert row["kl/ref"] == pytest.approx(0.0, abs=1e-6)     # adapters start as the identity
+
+
+def test_restart_drops_torn_and_leftover_lines(tmp_path, tiny_model_dir):
+    """A process killed before its first checkpoint left a step and a torn line: a restart
+    (with or without --resume) starts metrics from scratch; half-written checkpoints go."""
+    ws = write_workspace(tmp_path / "ws")
+    run = tmp_path / "r"
+    write_run(run, workspace_dir=ws, model_dir=tiny_model_dir, overrides={"trainer.total_steps": 1})
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward/mean": 9.0}) + '\n{"step": 2,')
+    (run / "checkpoints" / ".tmp-step-000001-x").mkdir(parents=True)
+    trainer = Trainer(run, resume=True)
+    assert trainer.step == 0
+    assert list(metrics.read_lines(run / "metrics.jsonl")) == []
+    assert not (run / "checkpoints" / ".tmp-step-000001-x").exists()
+    assert trainer.run() == 0
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [1]
