@@ -211,11 +211,15 @@ def knob_table(workspace: Path | str, gyms: list[str] | None = None) -> list[dic
 # ----------------------------------------------------------------------------- detectors
 
 
+def metric_gyms(metrics: list[dict[str, Any]]) -> list[str]:
+    """Gyms with a `success/<gym>` metric anywhere in the run (a step samples only some gyms);
+    `success/mean` is the trainer's all-gym mean, not a gym."""
+    return sorted({k.split("/", 1)[1] for row in metrics for k in row
+                   if k.startswith("success/") and k.count("/") == 1 and k != "success/mean"})
+
+
 def _gyms_of(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> list[str]:
-    gyms = {ep.get("gym") for ep in episodes if ep.get("gym")}
-    for row in metrics[-1:]:
-        gyms |= {k.split("/", 1)[1] for k in row if k.startswith("success/")}
-    return sorted(gyms)
+    return sorted({ep["gym"] for ep in episodes if ep.get("gym")} | set(metric_gyms(metrics)))
 
 
 def _answered(ep: dict[str, Any]) -> bool:

@@ -155,7 +155,7 @@ def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | s
     exp_dir, run_dir = Path(exp_dir), Path(run_dir)
     done = {(e.get("commit"), e.get("run")) for e in ledger_read(exp_dir, "effect")}
     metrics = diagnostics.read_metrics(run_dir)
-    gyms = sorted({k.split("/", 1)[1] for r in metrics[-1:] for k in r if k.startswith("success/")})
+    gyms = diagnostics.metric_gyms(metrics)
     new = []
     for ev in diagnostics.read_events(run_dir):
         if ev.get("event") != "applied" or (ev.get("commit"), run_dir.name) in done:

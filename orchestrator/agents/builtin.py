@@ -310,10 +310,14 @@ BENCH_GYMS = {"usergym": ("travel", "function", "persuade", "tau", "turtle", "in
 
 
 def bench_gyms(bench: str, run_dir: Path) -> list[str]:
-    """The gyms this run trains on: those with success metrics, else all of the bench's."""
-    seen = sorted({k.split("/", 1)[1] for r in diagnostics.read_metrics(run_dir)[-1:] for k in r
-                   if k.startswith("success/")})
-    return seen or list(BENCH_GYMS.get(bench, ()))
+    """The gyms this run trains on: config.json's `gyms`, else all of the bench's, else those
+    with success metrics."""
+    try:
+        configured = list(json.loads((run_dir / "config.json").read_text()).get("gyms") or [])
+    except (OSError, ValueError):
+        configured = []
+    return configured or list(BENCH_GYMS.get(bench, ())) or \
+        diagnostics.metric_gyms(diagnostics.read_metrics(run_dir))
 
 
 def apply(ws: Path, act: Intervention, knobs: dict[str, Any]) -> dict[str, str | None]:

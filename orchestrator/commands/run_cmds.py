@@ -174,7 +174,7 @@ def _metrics_table(run_dir: Path) -> Table:
     t.add_column("mean of last 10", justify="right")
     if not metrics:
         return t
-    names = list(MAIN_METRICS) + sorted(k for k in metrics[-1] if k.startswith("success/"))
+    names = list(MAIN_METRICS) + ["success/mean"] + [f"success/{g}" for g in diagnostics.metric_gyms(metrics)]
     for name in names:
         series = diagnostics.metric_series(metrics, name)
         if series:

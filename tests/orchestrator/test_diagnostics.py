@@ -109,3 +109,11 @@ def test_deadlock_at_the_trainers_turn_cap_is_marked(tmp_path):
     assert diagnostics.diagnose(run)[0].evidence["at_rollout_cap"] is True
     (run / "config.json").write_text(json.dumps({"rollout": {"max_turns": 16}}))
     assert diagnostics.diagnose(run)[0].evidence["at_rollout_cap"] is False
+
+
+def test_success_mean_is_not_a_gym_and_gyms_come_from_every_step(tmp_path):
+    run = write_run(tmp_path / "run-001", 12, gym="travel",
+                    metric_fn=lambda s, r: {"success/mean": 0.0, "success/travel": 0.0}
+                    if s < 12 else {"success/mean": 0.0, "success/tau": 0.0})
+    assert diagnostics.metric_gyms(diagnostics.read_metrics(run)) == ["tau", "travel"]
+    assert {f.gym for f in diagnostics.diagnose(run) if f.kind == "low_success"} == {"travel"}
