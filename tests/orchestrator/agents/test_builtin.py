@@ -133,3 +133,14 @@ def test_leaking_rule_is_restricted_to_matched_facts(exp):
     rule = json.loads(rules_path.read_text())["rules"][0]
     assert rule["id"] == "blurt" and rule["reveal"] == "matched" and rule["when"] == {"matched": True}
     assert "Expect: user/leak_rate falls." in last_msg(exp)
+
+
+def test_deadlock_at_the_trainers_turn_cap_is_left_alone(exp):
+    fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.0},
+              episodes_fn=lambda s, r: [episode("colbench", deadlock=True, turns=4, first=f"q{i}")
+                                        for i in range(4)])
+    (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {"max_turns": 4}}))
+    base.run_session(make_ctx(exp, "builtin"))
+    k = knobs(exp)
+    assert k["env"]["colbench"]["min_questions"] == 1 and k["env"]["colbench"]["max_steps"] == 10
+    assert k["reward"]["modules"]["eau_progress"]["enabled"]      # the next finding: success near zero
