@@ -338,6 +338,14 @@ def find_success_extremes(metrics: list[dict[str, Any]], gyms: list[str],
             out.append(Finding("high_success", gym,
                                f"success/{gym} averages {mean:.2f}: tasks may be made harder.",
                                {"mean": round(mean, 3), "window": window}))
+    # a step samples only some gyms, so per-gym series fill slowly: the all-gym mean speaks sooner
+    overall = metric_series(metrics, "success/mean")
+    if not any(f.kind == "low_success" for f in out) and len(overall) >= window:
+        mean = statistics.fmean(v for _, v in overall[-window:])
+        if mean <= LOW_SUCCESS:
+            out.append(Finding("low_success", None,
+                               f"success/mean averages {mean:.2f} over the last {window} steps.",
+                               {"mean": round(mean, 3), "window": window}))
     return out
 
 

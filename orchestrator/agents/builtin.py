@@ -245,21 +245,22 @@ class Planner:
                             "actor/entropy rises.", knobs={path: new})
 
     def on_low_success(self, f: Finding, run_dir: Path) -> Intervention | None:
-        gym = f.gym or self.gyms[0]
+        target = f.gym or "mean"       # gym None: the all-gym success/mean was near zero
+        gyms = [f.gym] if f.gym else list(self.gyms)
         modules = self.value("reward.modules") or {}
         for name in sorted(modules):
             src = (self.ws / "rewards" / f"{name}.py")
             path = f"reward.modules.{name}.enabled"
             if not modules[name].get("enabled") and src.exists() and path not in self.busy \
-                    and re.search(rf"['\"]{gym}['\"]", src.read_text()):
-                return Intervention(f"Enable reward module {name} for {gym}",
+                    and any(re.search(rf"['\"]{g}['\"]", src.read_text()) for g in gyms):
+                return Intervention(f"Enable reward module {name} for {', '.join(gyms)}",
                                     f"{f.message} The policy sees no signal before its first success.",
-                                    f"reward/{gym} rises, then success/{gym}.", knobs={path: True})
+                                    f"reward/{target} rises, then success/{target}.", knobs={path: True})
         if PROGRESS_MODULE in modules or f"reward.modules.{PROGRESS_MODULE}.enabled" in self.busy:
             return None
         return Intervention(f"Add intermediate reward {PROGRESS_MODULE} for {', '.join(self.gyms)}",
                             f"{f.message} The policy sees no signal before its first success.",
-                            f"reward/{gym} rises, then success/{gym}.",
+                            f"reward/{target} rises, then success/{target}.",
                             knobs={f"reward.modules.{PROGRESS_MODULE}": {"enabled": True, "weight": 0.5}},
                             files={f"rewards/{PROGRESS_MODULE}.py": PROGRESS_SOURCE.format(gyms=list(self.gyms))})
 

@@ -117,3 +117,11 @@ def test_success_mean_is_not_a_gym_and_gyms_come_from_every_step(tmp_path):
                     if s < 12 else {"success/mean": 0.0, "success/tau": 0.0})
     assert diagnostics.metric_gyms(diagnostics.read_metrics(run)) == ["tau", "travel"]
     assert {f.gym for f in diagnostics.diagnose(run) if f.kind == "low_success"} == {"travel"}
+    short = write_run(tmp_path / "run-002", 4, gym="travel",
+                      metric_fn=lambda s, r: {"success/mean": 0.0, "success/travel": 0.0})
+    found = [f for f in diagnostics.diagnose(short, window=4) if f.kind == "low_success"]
+    assert [f.gym for f in found] == ["travel"]
+    sparse = write_run(tmp_path / "run-003", 4, gym="travel", metric_fn=lambda s, r: {
+        "success/mean": 0.0, "success/travel": 0.0} if s == 1 else {"success/mean": 0.0, "success/tau": 0.0})
+    found = [f for f in diagnostics.diagnose(sparse, window=4) if f.kind == "low_success"]
+    assert [(f.gym, f.evidence["mean"]) for f in found] == [(None, 0.0)]   # the all-gym mean speaks
