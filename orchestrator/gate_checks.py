@@ -8,6 +8,7 @@ bench's fact kinds) come from `orchestrator.gate_context.GateContext`.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -118,6 +119,13 @@ _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minItems", "minLength", "minPro
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxItems", "maxLength", "maxProperties", "x-max-delta")
 
 
+def _names(value: Any) -> set[str]:
+    """A keyword's value (a name or a list of them) as a set of strings; anything an edit put
+    there (a dict, a number) compares as its JSON text instead of crashing the gate (issue 9)."""
+    items = value if isinstance(value, list) else [] if value in (None, "") else [value]
+    return {v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=repr) for v in items}
+
+
 def widenings(old: Any, new: Any, where: str = "") -> list[str]:
     """Each way `new` admits more than `old` (a range, a delta, an enum, a type, a property set)."""
     out: list[str] = []
@@ -139,14 +147,12 @@ def widenings(old: Any, new: Any, where: str = "") -> list[str]:
         if added or "enum" not in new:
             out.append(f"{at} enum gains {short(added or 'any value')}")
     if "type" in old:
-        ot = set(old["type"]) if isinstance(old["type"], list) else {old["type"]}
-        nt = new.get("type")
-        nt = set(nt) if isinstance(nt, list) else ({nt} if nt else {"any"})
+        ot, nt = _names(old["type"]), _names(new.get("type")) or {"any"}
         if nt - ot:
             out.append(f"{at} type {sorted(ot)} -> {sorted(nt)}")
     if old.get("additionalProperties") is False and new.get("additionalProperties") is not False:
         out.append(f"{at} additionalProperties false -> {short(new.get('additionalProperties', True))}")
-    dropped = set(old.get("required", [])) - set(new.get("required", []))
+    dropped = _names(old.get("required", [])) - _names(new.get("required", []))
     if dropped:
         out.append(f"{at} required drops {sorted(dropped)}")
     if "x-harder" in old and new.get("x-harder") != old["x-harder"]:
@@ -241,12 +247,18 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
         return [err or f"{KNOB_SCHEMA}: missing; knobs cannot be checked without it."], []
     import jsonschema                # here, not at the top: the commit-msg hook never needs it
     try:
-        validator = jsonschema.Draft202012Validator(schema)
+        validator = _validator(json.dumps(schema, sort_keys=True))
         errors = sorted(validator.iter_errors(knobs), key=lambda e: list(map(str, e.absolute_path)))
     except jsonschema.SchemaError as exc:
         return [f"{KNOB_SCHEMA}: not a valid JSON Schema ({exc.message})."], []
+    except Exception as exc:          # a valid schema the validator still cannot apply
+        return [f"{KNOB_SCHEMA}: cannot be applied to {KNOBS} ({type(exc).__name__}: {exc})."], []
     reasons = [f"{KNOBS}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
                f"{e.message}." for e in errors[:10]]
+    # NaN passes every minimum/maximum and x-max-delta comparison (all are False): refuse it,
+    # and infinities, before any range is trusted (issue 9, found by the property tests)
+    reasons += [f"{KNOBS}: {where} = {value}: not a finite number." for where, _, value in
+                _walk(knobs) if isinstance(value, float) and not math.isfinite(value)][:10]
     old_knobs, _ = load_json(ws, old_tree, KNOBS)
     old_flat = flatten(old_knobs) if isinstance(old_knobs, dict) else {}
     new_flat = flatten(knobs)
@@ -258,6 +270,16 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
                                             schema_node(schema, ch["path"]), ctx)
         reasons += _knob_semantics(ws, new_tree, knobs)
     return reasons, changes
+
+
+@functools.lru_cache(maxsize=16)
+def _validator(schema_text: str):
+    """A checked validator per schema text. check_schema first: the validator itself crashes on
+    e.g. "maximum": null (issue 9); cached, as the same schema judges commit after commit."""
+    import jsonschema
+    schema = json.loads(schema_text)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
 
 
 def _knob_semantics(ws: Workspace, new_tree: str, knobs: dict) -> list[str]:
@@ -344,9 +366,12 @@ def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> li
     if isinstance(schema, dict):
         import jsonschema
         try:
+            jsonschema.Draft202012Validator.check_schema(schema)
             errors = list(jsonschema.Draft202012Validator(schema).iter_errors(rules))[:5]
         except jsonschema.SchemaError as exc:
             return [f"{RULES_SCHEMA}: not a valid JSON Schema ({exc.message})."]
+        except Exception as exc:      # a valid schema the validator still cannot apply
+            return [f"{RULES_SCHEMA}: cannot be applied to {path} ({type(exc).__name__}: {exc})."]
         if errors:
             return [f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
                     f"{e.message} ({RULES_SCHEMA})." for e in errors]
