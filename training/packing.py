@@ -77,7 +77,9 @@ class Packed:
 
 def pack(seqs: list[torch.Tensor]) -> Packed:
     """Pack 1-D token tensors into one row; transformers derives the block-diagonal mask from
-    the restarting position ids when no attention mask is given."""
+    the restarting position ids only when the model is called with NO attention mask and NO
+    cache: `model(input_ids=p.input_ids, position_ids=p.position_ids, use_cache=False)` (an
+    eval-mode call otherwise makes a cache and silently attends across sequences)."""
     lengths = tuple(int(s.shape[0]) for s in seqs)
     if not lengths or min(lengths) == 0:
         raise ValueError("pack needs at least one sequence and no empty ones.")
