@@ -435,11 +435,14 @@ def fast_generate(model, tokenizer, contexts: list[list[int]], *, max_new_tokens
                   temperature: float, top_p: float, stop_ids: Sequence[int],
                   min_new_tokens: int = 0) -> list[list[int]] | None:
     """The trainer's rollout call on CUDA through the graph backend, or None where it does not
-    apply (not CUDA, a peft model, too many stop ids): the caller then runs its plain path.
+    apply (not CUDA, a peft model, an FSDP-sharded model, too many stop ids): the caller then
+    runs its plain path.
 
     Draws from the global CUDA generator without re-seeding it (the trainer seeds each step).
     """
     if model.device.type != "cuda" or hasattr(model, "peft_config") or len(stop_ids) > MAX_STOP_IDS:
+        return None
+    if any(hasattr(m, "reshard") for m in model.modules()):  # FSDP-sharded: no whole copy here
         return None
     entry = _ROLLOUT_COPIES.get(id(model))
     if entry is None or entry.source is not model:
