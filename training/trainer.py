@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import os
 import random
+import shutil
 import signal
 import sys
 import threading
@@ -270,14 +271,33 @@ class Trainer:
 
     # ---- checkpoints ----------------------------------------------------------------------
     def save(self, reason: str) -> None:
-        folder = checkpoint.save(
-            self.files.checkpoints, self.step,
-            {"policy": self.models.policy.state_dict(), "critic": self.models.critic.state_dict(),
-             "actor_optim": self.actor_opt.state_dict(),
-             "critic_optim": self.critic_opt.state_dict()},
-            {"commit": self.live.commit, "failed_commits": sorted(self.failed_commits),
-             "time": time.time()},
-            keep=self.cfg.trainer.keep_checkpoints)
+        try:
+            folder = checkpoint.save(
+                self.files.checkpoints, self.step,
+                {"policy": self.models.policy.state_dict(),
+                 "critic": self.models.critic.state_dict(),
+                 "actor_optim": self.actor_opt.state_dict(),
+                 "critic_optim": self.critic_opt.state_dict()},
+                {"commit": self.live.commit, "failed_commits": sorted(self.failed_commits),
+                 "time": time.time()},
+                keep=self.cfg.trainer.keep_checkpoints)
+        except (OSError, RuntimeError) as exc:
+            # a full disk (torch.save reports it as a RuntimeError): checkpoint.save removed its
+            # temporary folder, so the previous whole checkpoint is still the one a resume uses;
+            # say so and train on (issue 9, item 6)
+            prev = checkpoint.latest(self.files.checkpoints)
+            usable = prev.name if prev is not None else None
+            free_mb = shutil.disk_usage(self.files.checkpoints).free / 2**20
+            exc = f"{exc}; {free_mb:.0f} MB free on the checkpoint disk"
+            print(f"trainer: checkpoint step-{self.step:06d} could not be written ({exc}); "
+                  + (f"{usable} is still usable." if usable else "no earlier checkpoint exists."),
+                  file=sys.stderr, flush=True)
+            try:
+                self.files.event("checkpoint_failed", step=self.step, error=exc,
+                                 usable=usable, reason=reason)
+            except OSError:
+                pass                  # the disk is full for events.jsonl too: stderr said it
+            return
         self.files.event("checkpoint", step=self.step, path=str(folder.relative_to(self.files.dir)),
                          reason=reason)
 
