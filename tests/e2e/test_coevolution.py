@@ -72,7 +72,8 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
     before = [r["user/leak_rate"] for r in rows if r["step"] < step]
     after = [r["user/leak_rate"] for r in rows if r["step"] >= step]
     assert before and after and min(before) > 0.5 and max(after) < min(before)
-    assert rows[-1]["workspace/commit"].startswith(fix[:7]) or fix.startswith(str(rows[-1]["workspace/commit"]))
+    live_at = {r["step"]: str(r["workspace/commit"]) for r in rows}
+    assert fix.startswith(live_at[step]) or live_at[step].startswith(fix[:7])   # trained on the fix
 
 
 def _cli_opts(agent, steps=60):
