@@ -314,6 +314,7 @@ class Loop:
                     break
                 time.sleep(self.opts.poll_s)
         finally:
+            base.kill_active()          # a session CLI must not outlive `start` (Ctrl-C, an error)
             if self.sup is not None and self.sup.proc is not None and self.sup.proc.poll() is None:
                 self.sup.stop()
             self.watcher.stop()

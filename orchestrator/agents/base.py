@@ -135,13 +135,25 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err, start_new_session=True)
+        ACTIVE.add(proc)
         try:
             rc: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             rc = None
+        finally:
+            ACTIVE.discard(proc)
     return ProcResult(rc, stdout_path.read_text(errors="replace"),
                       stderr_path.read_text(errors="replace"), time.monotonic() - t0)
+
+
+ACTIVE: set[subprocess.Popen] = set()     # CLI sessions running now (killed when `start` ends)
+
+
+def kill_active() -> None:
+    """End every session CLI still running (its own process group): `start` is going away."""
+    for proc in list(ACTIVE):
+        _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -44,3 +44,22 @@ def test_prompt_has_diagnostics_and_pool_under_eau_but_not_under_generic(exp):
     assert "Diagnostics now" in eau and "Experience pool index" in eau and str(exp / "workspace") in eau
     generic = base.build_prompt(make_ctx(exp, "command", skill_path=ROOT / "skills" / "generic" / "SKILL.md"))
     assert "Diagnostics" not in generic and "Improve training" in generic
+
+
+def test_kill_active_ends_a_running_session_cli(exp, tmp_path):
+    import threading
+    import time
+
+    prog = tmp_path / "sleepy.sh"
+    prog.write_text("#!/bin/sh\nsleep 60\n")
+    prog.chmod(0o755)
+    results = []
+    t = threading.Thread(target=lambda: results.append(
+        base.run_session(make_ctx(exp, "command", command=[str(prog)], time_limit_s=60))))
+    t.start()
+    deadline = time.time() + 10
+    while not base.ACTIVE and time.time() < deadline:
+        time.sleep(0.05)
+    base.kill_active()
+    t.join(15)
+    assert results and results[0].status == base.FAILED and results[0].duration_s < 15
