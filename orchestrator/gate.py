@@ -143,6 +143,7 @@ def judge_pending(exp_dir: Path, ws: Workspace | None = None,
     exp_dir = Path(exp_dir)
     with gate_lock(exp_dir):
         ws = ws or open_experiment_workspace(exp_dir)
+        finish_interrupted(exp_dir, ws)
         ctx = ctx or GateContext.for_experiment(exp_dir)
         for _ in range(10):           # main moved while we judged: judge again, nothing recorded yet
             verdicts = _judge_pass(ws, ctx, exp_dir)
@@ -180,22 +181,68 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
     revert = None
     if ws.tree_of(head) != live_tree:
         revert = ws.commit_tree(live_tree, head, _revert_message(verdicts))
-        if not ws.advance_main(revert, head):
-            return None
-    new_live = new_live or revert or head
-    if new_live != live:
-        ws.set_ref(LIVE_REF, new_live)
-    ws.set_ref(JUDGED_REF, revert or head)
     for v in verdicts:
         if not v.accepted:
             v.reverted_by = revert
-        ws.add_note(v.commit, json.dumps({"verdict": v.verdict, "reasons": v.reasons,
-                                          "reverted_by": v.reverted_by}))
-        ledger.append_line(exp_dir, {"type": "verdict", **asdict(v)})
-    if revert:      # noted last: a crash before this point leaves the pass to be judged again
+    plan = {"head": head, "revert": revert, "live": new_live or revert or head,
+            "verdicts": [asdict(v) for v in verdicts]}
+    # Write-ahead (issue 9, item 2): a judge killed between the writes below leaves this plan,
+    # which the next judgement finishes before anything else, so every commit is judged once
+    # and the live ref moves only after the notes that say its commit was judged.
+    _write_journal(exp_dir, plan)
+    if not _apply_plan(ws, exp_dir, plan):
+        _journal_path(exp_dir).unlink(missing_ok=True)
+        return None
+    return verdicts
+
+
+def _journal_path(exp_dir: Path) -> Path:
+    return Path(exp_dir) / ".gate-journal.json"
+
+
+def _write_journal(exp_dir: Path, plan: dict) -> None:
+    tmp = _journal_path(exp_dir).with_suffix(".tmp")
+    tmp.write_text(json.dumps(plan))
+    os.replace(tmp, _journal_path(exp_dir))
+
+
+def _apply_plan(ws: Workspace, exp_dir: Path, plan: dict) -> bool:
+    """Carry out one judgement's writes; each is idempotent, so a replay after a crash is safe.
+    False when main moved before the revert could land (nothing written: judge again)."""
+    head, revert = plan["head"], plan["revert"]
+    main = ws.main()
+    if revert is not None and main != revert and not (main and ws.is_ancestor(revert, main)):
+        if not ws.advance_main(revert, head):
+            return False
+    if revert is not None:
         ws.add_note(revert, json.dumps({"verdict": "accepted", "reasons": [],
                                         "note": "revert commit made by the gate"}))
-    return verdicts
+    for v in plan["verdicts"]:
+        ws.add_note(v["commit"], json.dumps({"verdict": v["verdict"], "reasons": v["reasons"],
+                                             "reverted_by": v["reverted_by"]}))
+    if ws.rev(LIVE_REF) != plan["live"]:
+        ws.set_ref(LIVE_REF, plan["live"])
+    ws.set_ref(JUDGED_REF, revert or head)
+    recorded = {r.get("commit") for r in ledger.read_lines(exp_dir, "verdict")}
+    for v in plan["verdicts"]:
+        if v["commit"] not in recorded:
+            ledger.append_line(exp_dir, {"type": "verdict", **v})
+    _journal_path(exp_dir).unlink(missing_ok=True)
+    return True
+
+
+def finish_interrupted(exp_dir: Path, ws: Workspace) -> None:
+    """Finish the writes of a judgement that was killed midway (call with the gate lock held)."""
+    path = _journal_path(exp_dir)
+    if not path.exists():
+        return
+    try:
+        plan = json.loads(path.read_text())
+    except ValueError:                # killed while writing the plan: nothing was applied yet
+        path.unlink(missing_ok=True)
+        return
+    if not _apply_plan(ws, exp_dir, plan):
+        path.unlink(missing_ok=True)  # main moved on without the revert: judge it afresh
 
 
 def _restore_after_reset(ws: Workspace, head: str | None) -> list[Verdict] | None:
