@@ -303,6 +303,8 @@ class Loop:
     def __call__(self) -> str:
         from orchestrator.watcher import GateWatcher
 
+        base.kill_leftover_agents(self.exp.dir)     # a killed orchestrator's session CLI
+        stop_orphan_trainer(self.exp)
         self.exp.meta.update(state="running", pid=os.getpid(), agent=self.opts.agent)
         self.exp.save()
         self.watcher = GateWatcher(self.exp.dir).start()
@@ -321,6 +323,38 @@ class Loop:
             self.exp.meta.update(state=final if "final" in locals() and final else "stopped", pid=None)
             self.exp.save()
         return final
+
+
+def stop_orphan_trainer(exp: Experiment, wait_s: float = 120.0) -> int | None:
+    """A trainer a killed orchestrator left running on the newest run (its own session, so it
+    outlived it) would train beside the resumed one: SIGTERM it (it checkpoints), then SIGKILL."""
+    import signal
+
+    if not exp.runs:
+        return None
+    run = exp.run_dir(exp.runs[-1]["name"])
+    try:
+        pid = int((run / "trainer.pid").read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError):
+        return None
+    if str(run) not in cmdline:          # not our trainer (the pid was reused)
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + wait_s
+    while time.time() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z":
+                break                    # exited (a zombie of the dead orchestrator's)
+        except OSError:
+            break
+        time.sleep(0.2)
+    else:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return pid
 
 
 def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,

@@ -136,6 +136,10 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err, start_new_session=True)
         ACTIVE.add(proc)
+        # its own process group outlives a SIGKILLed orchestrator: the pid file lets the next
+        # `orchestrator start` end it (kill_leftover_agents; issue 9, item 2)
+        pid_file = stdout_path.parent / AGENT_PID
+        pid_file.write_text(f"{proc.pid}\n")
         try:
             rc: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -143,6 +147,7 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
             rc = None
         finally:
             ACTIVE.discard(proc)
+            pid_file.unlink(missing_ok=True)
     return ProcResult(rc, stdout_path.read_text(errors="replace"),
                       stderr_path.read_text(errors="replace"), time.monotonic() - t0)
 
@@ -154,6 +159,23 @@ def kill_active() -> None:
     """End every session CLI still running (its own process group): `start` is going away."""
     for proc in list(ACTIVE):
         _kill_group(proc)
+
+
+AGENT_PID = "agent.pid"
+
+
+def kill_leftover_agents(exp_dir: Path) -> list[int]:
+    """End the process group of every session CLI a killed orchestrator left running; their pids."""
+    ended = []
+    for pid_file in sorted(Path(exp_dir).glob(f"agents/*/{AGENT_PID}")):
+        try:
+            pid = int(pid_file.read_text().strip())
+            os.killpg(pid, signal.SIGKILL)
+            ended.append(pid)
+        except (ValueError, ProcessLookupError, PermissionError):
+            pass
+        pid_file.unlink(missing_ok=True)
+    return ended
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
