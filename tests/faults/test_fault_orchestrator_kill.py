@@ -67,6 +67,7 @@ def assert_judged_once(exp: Path) -> None:
 
 AGENT_SCRIPT = """#!/bin/sh
 cd "$EAU_WORKSPACE"
+test -f "{pidfile}" && exit 0          # later sessions: nothing to do
 echo $$ > "{pidfile}"
 sed -i 's/"entropy_coeff": 0.001/"entropy_coeff": 0.002/' knobs.json
 printf 'entropy up\\n\\nWhy: test\\nExpect: test\\n' > "$EAU_SESSION_DIR/message.txt"
