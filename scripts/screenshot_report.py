@@ -56,7 +56,18 @@ def check_screenshot(png: Path) -> dict[str, float]:
     rgb = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32)   # (H, W, 3)
     saturation = rgb.max(axis=2) - rgb.min(axis=2)                       # (H, W)
     return {"width": rgb.shape[1], "height": rgb.shape[0], "std": float(rgb.std()),
-            "coloured_fraction": float((saturation > 60).mean())}
+            "coloured_fraction": float((saturation > 60).mean()),
+            "ink_fraction": float((rgb.min(axis=2) < 245).mean())}
+
+
+def bare_ink(html: Path) -> float:
+    """Ink share of the same page rendered without its PNG figures (a negative control: flat
+    curves of a real short run have few coloured pixels, but figures always add ink)."""
+    with tempfile.TemporaryDirectory(prefix="eau-bare-") as tmp:
+        copy = Path(tmp) / "report"
+        shutil.copytree(Path(html).parent, copy, ignore=shutil.ignore_patterns("*.png"))
+        return check_screenshot(screenshot(copy / Path(html).name, Path(tmp) / "bare.png"))[
+            "ink_fraction"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a report's index.html or --build EXP")
     png = screenshot(html, Path(args.out))
     stats = check_screenshot(png)
+    bare = bare_ink(html)
     print(f"screenshot {png}: {stats['width']}x{stats['height']}, pixel std {stats['std']:.1f}, "
-          f"coloured {100 * stats['coloured_fraction']:.1f}%")
-    ok = stats["std"] > 20 and stats["coloured_fraction"] > 0.003
+          f"coloured {100 * stats['coloured_fraction']:.1f}%, ink {100 * stats['ink_fraction']:.1f}%"
+          f" (without figures {100 * bare:.1f}%)")
+    ok = stats["std"] > 15 and stats["ink_fraction"] > 1.3 * bare
     print("looks like a report (table and figures drawn)" if ok else "looks EMPTY")
     return 0 if ok else 1
 

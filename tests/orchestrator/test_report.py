@@ -182,6 +182,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
         png_file.unlink()
     bare = shot.check_screenshot(shot.screenshot(index, tmp_path / "bare.png"))
     assert bare["coloured_fraction"] < stats["coloured_fraction"] / 3
+    assert bare["ink_fraction"] * 1.3 < stats["ink_fraction"]
 
 
 def test_tensorboard_export_reads_back(tmp_path):
