@@ -54,6 +54,7 @@ def _results(runs: Path) -> tuple[dict, list]:
     return summary, episodes
 
 
+@pytest.mark.slow          # two evaluation subprocesses (~15 s idle, ~35 s on a busy 2-core machine)
 def test_eval_ignores_poisoned_unreadable_workspace_and_ledger(experiment):
     runs = experiment
     exp = runs / "exp"
