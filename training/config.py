@@ -259,14 +259,15 @@ PRESETS: dict[str, dict[str, Any]] = {
              "rollout": {"n": 5, "max_turns": 50, "response_length": 1024,
                          "max_episode_tokens": 16384}},
     # Fits a 2-core CPU: 4 episodes of at most 3 turns x 32 tokens (on the shared machine a
-    # SmolLM2-135M step took minutes: benchmarks/trainer_bench.py); a larger lr so 10 steps move
+    # SmolLM2-135M step took minutes: benchmarks/trainer_bench.py); a larger lr so 8 steps move
     # the policy visibly (the paper's 3e-7 is tuned for 64 x 5 episodes on 4 GPUs).
     "cpu": {"data": {"train_batch_size": 2},
             "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 2, "ppo_micro_batch_size": 4},
             "critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size": 4},
             "rollout": {"n": 2, "max_turns": 3, "response_length": 32, "max_episode_tokens": 1024,
                         "user_llm": "none"},
-            "trainer": {"total_steps": 10, "save_freq": 5, "threads": 2}},
+            # 8 steps of ~90 s each on an idle 2-core machine: the README demo ends within 15 min
+            "trainer": {"total_steps": 8, "save_freq": 4, "threads": 2}},
 }
 
 

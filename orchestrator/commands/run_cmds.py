@@ -39,7 +39,7 @@ def register(sub) -> None:
     p.add_argument("--bench", default=None, help="usergym, colbench or tau2 (needed for a new experiment)")
     p.add_argument("--exp", default=None, help="experiment name (default: BENCH-AGENT); an existing one continues")
     p.add_argument("--every", type=int, default=None,
-                   help="a session every K trainer steps (default 10; 3 with --preset cpu, a 10-step run)")
+                   help="a session every K trainer steps (default 10; 2 with --preset cpu, an 8-step run)")
     p.add_argument("--minutes", type=float, default=None, help="or every T minutes, whichever comes first")
     p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"))
     p.add_argument("--steps", type=int, default=None, help="PPO steps of the run (trainer.total_steps)")
@@ -50,7 +50,7 @@ def register(sub) -> None:
     p.add_argument("--session-minutes", type=float, default=10.0, help="wall-clock limit of one session")
     p.add_argument("--budget-usd", type=float, default=None, help="spend limit of one claude-code session")
     p.add_argument("--window", type=int, default=None,
-                   help="W: steps before/after for measured effects (default 10; 3 with --preset cpu)")
+                   help="W: steps before/after for measured effects (default 10; 2 with --preset cpu)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, dotted (e.g. --set data.train_batch_size=4)")
     p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
@@ -103,9 +103,9 @@ def cmd_start(args) -> int:
         if not meta.exists():
             raise UserError(f"no experiment {name!r} in {root}: give --bench B to create it.")
         bench = Experiment(root / name).meta["bench"]
-    short = args.preset == "cpu"      # the CPU demo runs ~10 steps: sessions and windows to match
-    every = args.every if args.every is not None else (3 if short else 10)
-    window = args.window if args.window is not None else (3 if short else 10)
+    short = args.preset == "cpu"      # the CPU demo runs 8 steps: sessions and windows to match
+    every = args.every if args.every is not None else (2 if short else 10)
+    window = args.window if args.window is not None else (2 if short else 10)
     opts = StartOptions(bench=bench, agent=args.agent, every=every, minutes=args.minutes,
                         preset=args.preset, steps=args.steps, model=args.model, skill=args.skill,
                         max_runs=args.max_runs,
