@@ -18,6 +18,8 @@ Task JSONL (`data/<gym>/{train,test}.jsonl`), one object per line, the same for 
 """
 from __future__ import annotations
 
+import abc
+
 import json
 import re
 from dataclasses import dataclass, field
@@ -85,8 +87,9 @@ class UserGymEnv(TextEnv):
     def intro(self) -> str:
         return self.task.prompt
 
+    @abc.abstractmethod
     def on_agent(self, act: str, content: str) -> Outcome:
-        raise NotImplementedError
+        """The gym's answer to one agent act (every gym defines it)."""
 
     def on_user(self, reply: UserReply, outcome: Outcome) -> str:
         return (outcome.obs + "\n" + reply.text).strip() if outcome.obs else reply.text
