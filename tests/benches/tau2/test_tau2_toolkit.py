@@ -106,3 +106,13 @@ def test_parse_docstring_joins_continuation_lines():
         """)
     assert desc == "Do it. More text."
     assert args == {"x": "First line and the second.", "y": "Why."}
+
+
+def test_calculate_refuses_powers_that_would_hang_the_trainer():
+    import pytest
+
+    from training.benches.tau2.toolkit import ToolError, calculate_expression
+
+    assert calculate_expression("(19.99 + 5) * 2") == "49.98"
+    with pytest.raises(ToolError):
+        calculate_expression("9**9**9**9")

@@ -11,7 +11,7 @@ import copy
 
 from training.benches.tau2.airline.data_model import (CabinClass, FlightInfo, FlightType, Insurance,
                                                       Passenger, Payment)
-from training.benches.tau2.toolkit import ToolError, Toolkit, tool
+from training.benches.tau2.toolkit import calculate_expression, ToolError, Toolkit, tool
 
 NOW = "2024-05-15T15:00:00"
 NEW_RESERVATION_IDS = ("HATHAT", "HATHAU", "HATHAV")
@@ -162,13 +162,7 @@ class AirlineTools(Toolkit):
         Args:
             expression: The expression, made of numbers, + - * /, parentheses and spaces, such as '2 * (150 + 30)'.
         """
-        if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
-            raise ToolError("Invalid characters in expression")
-        try:
-            value = eval(expression, {"__builtins__": {}}, {})   # only digits and operators pass
-        except (SyntaxError, ZeroDivisionError, TypeError) as exc:
-            raise ToolError(f"Invalid expression: {exc}") from None
-        return str(round(float(value), 2))
+        return calculate_expression(expression)
 
     @tool("write")
     def cancel_reservation(self, reservation_id: str) -> dict:

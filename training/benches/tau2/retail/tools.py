@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 
-from training.benches.tau2.toolkit import ToolError, Toolkit, tool
+from training.benches.tau2.toolkit import calculate_expression, ToolError, Toolkit, tool
 
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
@@ -84,13 +84,7 @@ class RetailTools(Toolkit):
         Args:
             expression: The expression, made of numbers, + - * /, parentheses and spaces, such as '(19.99 + 5) * 2'.
         """
-        if not expression.strip() or any(c not in "0123456789+-*/(). " for c in expression):
-            raise ToolError("Invalid characters in expression")
-        try:
-            value = eval(expression, {"__builtins__": {}}, {})   # only digits and operators pass
-        except (SyntaxError, ZeroDivisionError, TypeError) as exc:
-            raise ToolError(f"Invalid expression: {exc}") from None
-        return str(round(float(value), 2))
+        return calculate_expression(expression)
 
     @tool("write")
     def cancel_pending_order(self, order_id: str, reason: str) -> dict:
