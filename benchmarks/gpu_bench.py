@@ -107,6 +107,10 @@ def sync_time(fn):
     return r, time.perf_counter() - t0
 
 
+# backend name -> GraphGenerator options ("graph" itself: compiled per bucket)
+GRAPH_VARIANTS = {"graph:eager": {"compile": False}, "graph:dyn": {"compile": "dynamic"}}
+
+
 def emit(out, rec):
     print(json.dumps(rec), flush=True)
     with open(out, "a") as f:
@@ -120,8 +124,7 @@ def bench_gen(out, backends, batches, prompt_len=256, new=128):
     for backend in backends:
         torch.manual_seed(0)
         model = smollm2_135m()  # a fresh copy each: "graph" switches its model's decode attention
-        gen = make_generator(model, _Tok, backend.split(":")[0],
-                             **({"compile": False} if backend == "graph:eager" else {}))
+        gen = make_generator(model, _Tok, backend.split(":")[0], **GRAPH_VARIANTS.get(backend, {}))
         for b in batches:
             prompts = torch.randint(3, _v(49152), (b, prompt_len), generator=g).tolist()
             try:
@@ -142,6 +145,35 @@ def bench_gen(out, backends, batches, prompt_len=256, new=128):
                            "trace": traceback.format_exc()[-1500:]})
         if backend == "cb" and hasattr(model, "destroy_cached_continuous_batching_manager"):
             model.destroy_cached_continuous_batching_manager()
+        del gen, model
+        torch.cuda.empty_cache()
+
+
+def bench_turns(out, backends, rounds=2, new=128):
+    """A multi-turn rollout's calls as the trainer makes them: batches shrink as episodes end and
+    contexts grow turn by turn, so every call meets a new (batch, length) bucket. Round 1 includes
+    every compile / capture; round 2 is the steady state of later PPO steps."""
+    shapes = [(64, 256), (48, 512), (32, 768), (16, 1024)]
+    new = _n(new, 8)
+    g = torch.Generator().manual_seed(3)
+    for backend in backends:
+        torch.manual_seed(0)
+        model = smollm2_135m()
+        gen = make_generator(model, _Tok, backend.split(":")[0], **GRAPH_VARIANTS.get(backend, {}))
+        try:
+            for rnd in range(1, rounds + 1):
+                toks, total = 0, 0.0
+                for b, p in shapes:
+                    prompts = torch.randint(3, _v(49152), (b, _n(p, 16)), generator=g).tolist()
+                    res, dt = sync_time(lambda: gen.generate(prompts, new, temperature=1.0, seed=rnd))
+                    toks += sum(len(r) for r in res)
+                    total += dt
+                emit(out, {"section": "turns", "backend": backend, "round": rnd, "calls": len(shapes),
+                           "tokens": toks, "s": total, "tok_per_s": toks / total,
+                           "capture_s": getattr(gen, "capture_s", None)})
+        except Exception as e:
+            emit(out, {"section": "turns", "backend": backend, "error": repr(e)[:500],
+                       "trace": traceback.format_exc()[-1500:]})
         del gen, model
         torch.cuda.empty_cache()
 
@@ -387,6 +419,8 @@ def main(argv=None):
         try:
             if sec == "gen":
                 bench_gen(a.out, a.backends.split(","), [int(b) for b in a.batches.split(",")])
+            elif sec == "turns":
+                bench_turns(a.out, a.backends.split(","))
             elif sec == "greedy":
                 bench_greedy(a.out)
             elif sec == "update":

@@ -60,16 +60,16 @@ def gen_rate(trainer: Trainer, eps: list[Episode], new_tokens: int, batched: boo
     return sum(len(o) for o in outs) / dt
 
 
-def bench_rollout_update(trainer: Trainer, new_tokens: int) -> dict:
+def bench_rollout_update(trainer: Trainer, new_tokens: int, batches=(8, 32)) -> dict:
     out = {}
     generate(trainer.models, [prompts(trainer, 1)[0].tokens], max_new_tokens=4, temperature=1.0,
              top_p=1.0)                                                   # warm-up
     one = prompts(trainer, 8)
     out["rollout_tokens_per_s_sequential"] = gen_rate(trainer, one, new_tokens, batched=False)
-    for n in (8, 32):
+    for n in batches:
         eps = prompts(trainer, n)
         out[f"rollout_tokens_per_s_batch{n}"] = gen_rate(trainer, eps, new_tokens, batched=True)
-        if n == 8:
+        if n == batches[0]:
             batch = collate(eps, [[1.0] for _ in eps], trainer.models.tokenizer.pad_token_id)
             t0 = time.perf_counter()
             score_batch(trainer.models, batch, trainer.cfg)
@@ -79,7 +79,7 @@ def bench_rollout_update(trainer: Trainer, new_tokens: int) -> dict:
             out["update_tokens_per_s"] = int(batch.lengths.sum()) / dt
             out["update_action_tokens_per_s"] = batch.num_tokens / dt
             out["update_episode_tokens_mean"] = float(batch.lengths.float().mean())
-    for n in (8, 32):
+    for n in batches:
         out[f"batched{n}_speedup"] = (out[f"rollout_tokens_per_s_batch{n}"]
                                       / out["rollout_tokens_per_s_sequential"])
     return out
@@ -141,7 +141,22 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--out", default="", help="also write the JSON here")
+    parser.add_argument("--batches", default="8,32",
+                        help="episode counts of the batched rollout figures (first one: update)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for the step figures, e.g. data.train_batch_size=16 "
+                             "(VALUE parsed as JSON where it can be)")
     args = parser.parse_args()
+    batches = [int(b) for b in args.batches.split(",")]
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            parser.error(f"--set {item!r} is not KEY=VALUE")
+        try:
+            overrides[key] = json.loads(value)
+        except json.JSONDecodeError:
+            overrides[key] = value
     tmp = Path(tempfile.mkdtemp(prefix="eau-trainer-bench-"))
     try:
         import git
@@ -157,15 +172,16 @@ def main() -> int:
         cfg = resolve("usergym", args.preset, {"model.path": args.model,
                                                "workspace.repo": str(repo_dir),
                                                "trainer.total_steps": args.steps,
-                                               "trainer.save_freq": 0})
+                                               "trainer.save_freq": 0, **overrides})
         (run / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
         t0 = time.perf_counter()
         trainer = Trainer(run)
         result = {"model": trainer.models.path, "device": str(trainer.models.device),
                   "threads": torch.get_num_threads(), "load_s": time.perf_counter() - t0,
-                  "new_tokens": args.new_tokens, "loadavg_1m": os.getloadavg()[0]}
+                  "new_tokens": args.new_tokens, "loadavg_1m": os.getloadavg()[0],
+                  "overrides": overrides}
         progress(result)
-        result.update(bench_rollout_update(trainer, args.new_tokens))
+        result.update(bench_rollout_update(trainer, args.new_tokens, batches))
         progress(result)
         result.update(bench_hot_reload(trainer, repo_dir))
         progress(result)

@@ -230,9 +230,14 @@ class GraphGenerator:
         self.pad_id = _pad_id(tokenizer, model)
         self.device = model.device
         self.use_graph = (self.device.type == "cuda") if use_graph is None else use_graph
-        # compile=True: the forward and the sampling go through torch.compile (Inductor fuses the
-        # norms, rotary, activations and sampling into far fewer kernels; shapes are static per
-        # bucket) and the compiled step is what the CUDA graph captures. ~40 s once per bucket.
+        # compile=True: the forward goes through torch.compile (Inductor fuses the norms, rotary
+        # and activations into far fewer kernels; shapes are static per bucket) and the compiled
+        # step is what the CUDA graph captures: ~25-40 s once per (batch, length) bucket.
+        # compile="dynamic": one compile with symbolic batch and cache length serves every
+        # bucket, so a multi-turn rollout (batches shrink, contexts grow) pays it once; each new
+        # bucket then costs only a graph capture.
+        if compile not in (None, True, False, "dynamic"):
+            raise GenerationConfigError(f"compile must be True, False or 'dynamic' (got {compile!r}).")
         self.compile = self.use_graph if compile is None else compile
         # Only the forward is compiled: the random draw stays an eager op on the default
         # generator, whose graph-safe state makes every replay draw fresh numbers.
@@ -241,7 +246,7 @@ class GraphGenerator:
             for knob in ("recompile_limit", "cache_size_limit"):
                 if hasattr(torch._dynamo.config, knob):
                     setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 64))
-            self._forward = torch.compile(model, dynamic=False)
+            self._forward = torch.compile(model, dynamic=self.compile == "dynamic")
         self.max_batch, self.len_bucket, self.check_every = max_batch, len_bucket, check_every
         self._slots: dict[tuple[int, int], _Slots] = {}
         self.capture_s = 0.0  # time spent building graphs (reported by the benchmark)
@@ -429,6 +434,22 @@ class RolloutCopy:
 
 
 _ROLLOUT_COPIES: dict[int, RolloutCopy] = {}
+COMPILE_MODES = {"dynamic": "dynamic", "static": True, "off": False}
+
+
+def rollout_compile_mode():
+    """How the trainer's graph rollouts compile (EAU_ROLLOUT_COMPILE: dynamic | static | off).
+
+    "dynamic" (the default) compiles once for every (batch, length) bucket a multi-turn rollout
+    meets; "static" compiles per bucket (fastest per token, ~25-40 s per new bucket); "off" runs
+    eager kernels inside the CUDA graph (no compile at all)."""
+    import os
+
+    name = os.environ.get("EAU_ROLLOUT_COMPILE", "dynamic")
+    if name not in COMPILE_MODES:
+        raise GenerationConfigError(f"EAU_ROLLOUT_COMPILE={name!r} is not one of "
+                                    f"{', '.join(COMPILE_MODES)}.")
+    return COMPILE_MODES[name]
 
 
 def fast_generate(model, tokenizer, contexts: list[list[int]], *, max_new_tokens: int,
@@ -446,7 +467,8 @@ def fast_generate(model, tokenizer, contexts: list[list[int]], *, max_new_tokens
         return None
     entry = _ROLLOUT_COPIES.get(id(model))
     if entry is None or entry.source is not model:
-        entry = _ROLLOUT_COPIES[id(model)] = RolloutCopy(model, tokenizer)
+        entry = _ROLLOUT_COPIES[id(model)] = RolloutCopy(model, tokenizer,
+                                                         compile=rollout_compile_mode())
     entry.refresh()
     return entry.gen.generate(contexts, max_new_tokens, temperature=max(temperature, 1e-5),
                               top_p=top_p, greedy=temperature <= 0, seed=None,

@@ -121,16 +121,31 @@ def test_helpers_and_errors(model):
     with pytest.raises(GenerationConfigError, match="at least one token"):
         make_generator(model, Tok, "graph").generate([[3], []], 4)
     assert make_generator(model, Tok, "auto").__class__.__name__ == "HFGenerator"   # CPU
+    with pytest.raises(GenerationConfigError, match="compile must be"):
+        make_generator(model, Tok, "graph", compile="fast")
+
+
+def test_rollout_compile_mode_from_environment(monkeypatch):
+    from training.generation import rollout_compile_mode
+
+    monkeypatch.delenv("EAU_ROLLOUT_COMPILE", raising=False)
+    assert rollout_compile_mode() == "dynamic"
+    for name, mode in (("static", True), ("off", False), ("dynamic", "dynamic")):
+        monkeypatch.setenv("EAU_ROLLOUT_COMPILE", name)
+        assert rollout_compile_mode() == mode
+    monkeypatch.setenv("EAU_ROLLOUT_COMPILE", "turbo")
+    with pytest.raises(GenerationConfigError, match="EAU_ROLLOUT_COMPILE='turbo'"):
+        rollout_compile_mode()
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch", [3, 64])
-def test_cuda_graph_greedy_equals_plain_on_gpu(batch):
+@pytest.mark.parametrize("batch,compile", [(3, None), (64, None), (64, "dynamic")])
+def test_cuda_graph_greedy_equals_plain_on_gpu(batch, compile):
     torch.backends.cuda.matmul.allow_tf32 = False
     m = _model("cuda")
     prompts = _prompts(seed=5, lengths=tuple(1 + (7 * i) % 40 for i in range(batch)))
     plain = make_generator(_model("cuda"), Tok, "plain").generate(prompts, 32, greedy=True)
-    gen = make_generator(m, Tok, "auto")
+    gen = make_generator(m, Tok, "auto", **({} if compile is None else {"compile": compile}))
     assert gen.__class__.__name__ == "GraphGenerator" and gen.use_graph
     assert gen.generate(prompts, 32, greedy=True) == plain
     assert gen.generate(prompts, 32, greedy=True, stop_ids=[plain[0][3]]) == \
