@@ -7,10 +7,19 @@ DESIGN.md, "Hot reload"; paper section 4.5. A `LiveWatcher` notices a new commit
 the repository), parses the Snapshot (knobs, rules, personas), starts its reward modules and lets
 the trainer's own check build an environment per gym; only when all of that succeeds is the new
 `LiveSnapshot` swapped in, all at once. Any failure leaves the previous snapshot running.
+
+Reloads are cheap when little changed (issue 9, item 7: a meta-agent committing 200 times a
+minute): a reward module whose source is unchanged keeps its sandboxed worker (no new probe, no
+new process; its module-level state carries over, as if no reload happened), shared between the
+old and the new snapshot until the last one using it is closed; a changed source gets a fresh
+worker. The watcher wakes only on writes to the ref's file or packed-refs (not on reads, not on
+the objects, notes and index writes of every commit), so commits do not busy the trainer's process.
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import shutil
 import subprocess
 import tarfile
@@ -103,6 +112,73 @@ def export_commit(repo: Path, commit: str, dest: Path) -> Path:
     return dest
 
 
+class _Shared:
+    """One started reward module, used by every live snapshot with the same source."""
+
+    def __init__(self, key: tuple[str, str], started: tuple):
+        self.key = key
+        self.applies, self.has_turn, self.has_episode, self.worker = started
+        self.users = 0
+
+
+_SHARED: dict[tuple[str, str], _Shared] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+class SharedWorker:
+    """One snapshot's handle on a shared module worker: calls go to the worker; `close` lets
+    go of it, and the worker itself is closed when its last handle is."""
+
+    def __init__(self, entry: _Shared):
+        self._entry = entry
+        self._closed = False
+
+    @property
+    def worker(self):
+        return self._entry.worker
+
+    def call(self, func: str, args: list, timeout_s: float | None = None):
+        return self._entry.worker.call(func, args, timeout_s=timeout_s)
+
+    def close(self) -> None:
+        with _SHARED_LOCK:
+            if self._closed:
+                return
+            self._closed = True
+            entry = self._entry
+            entry.users -= 1
+            last = entry.users == 0
+            if last and _SHARED.get(entry.key) is entry:
+                del _SHARED[entry.key]
+        if last:
+            entry.worker.close()
+
+
+def _shared_module(name: str, source: str) -> tuple:
+    """rewards.load_modules' `start`: the running worker of this exact source, or a new one."""
+    key = (name, hashlib.sha256(source.encode()).hexdigest())
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is not None:
+            entry.users += 1
+            return entry.applies, entry.has_turn, entry.has_episode, SharedWorker(entry)
+    started = rewards.start_module(name, source)        # outside the lock: probes take a while
+    with _SHARED_LOCK:
+        entry = _SHARED.get(key)
+        if entry is None:
+            entry = _SHARED[key] = _Shared(key, started)
+        else:                       # another thread started the same source meanwhile
+            started[3].close()
+        entry.users += 1
+        return entry.applies, entry.has_turn, entry.has_episode, SharedWorker(entry)
+
+
+def shared_workers() -> int:
+    """How many reward module workers the live snapshots of this process share now."""
+    with _SHARED_LOCK:
+        return len(_SHARED)
+
+
 def build(root: Path, commit: str, check: Callable[[Snapshot], None] | None = None) -> LiveSnapshot:
     """Parse a folder into a LiveSnapshot with started reward modules; raise SnapshotError."""
     try:
@@ -113,7 +189,7 @@ def build(root: Path, commit: str, check: Callable[[Snapshot], None] | None = No
         if not isinstance(snap.knobs.get(group), dict):
             raise SnapshotError(f"knobs.json has no {group!r} group.")
     try:
-        modules = rewards.load_modules(snap.reward_files, snap.knobs)
+        modules = rewards.load_modules(snap.reward_files, snap.knobs, start=_shared_module)
     except rewards.RewardModuleError as exc:
         raise SnapshotError(str(exc)) from None
     live = LiveSnapshot(snap, modules)
@@ -145,6 +221,9 @@ def load_folder(folder: Path, into: Path,
     return build(dest, "", check)
 
 
+_READ_EVENTS = ("opened", "closed_no_write")
+
+
 class LiveWatcher:
     """Notices new commits on the live ref within about `poll_s` (watchdog makes it sooner).
 
@@ -169,13 +248,27 @@ class LiveWatcher:
             from watchdog.observers import Observer
 
             wake = self._wake
+            names = (Path(self.ref).name, "packed-refs")
 
             class _Handler(FileSystemEventHandler):
                 def on_any_event(self, event):
-                    wake.set()
+                    # reads are events too (watchdog >= 4 reports opened / closed_no_write):
+                    # waking on them made check()'s own read of the ref wake it again, a loop
+                    # that kept a core busy in the trainer's process; only writes to the ref count
+                    if event.event_type in _READ_EVENTS:
+                        return
+                    paths = (event.src_path, getattr(event, "dest_path", "") or "")
+                    if any(os.path.basename(os.fsdecode(p)).startswith(names) for p in paths if p):
+                        wake.set()
 
             observer = Observer()
-            observer.schedule(_Handler(), str(self.gdir), recursive=True)
+            # the ref's own folder (a ref update renames a lock file there) and the git folder
+            # itself for packed-refs, neither recursively: a commit's objects, notes and index
+            # writes would otherwise wake this process hundreds of times a second under load
+            folder = (self.gdir / self.ref).parent
+            if folder.is_dir() and folder != self.gdir:
+                observer.schedule(_Handler(), str(folder), recursive=False)
+            observer.schedule(_Handler(), str(self.gdir), recursive=False)
             observer.start()
             self._observer = observer
         except Exception:   # no inotify here: the polling loop alone keeps the 0.5 s promise

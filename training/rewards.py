@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from training.sandbox import Limits, ModuleWorker, is_finite_number, run_calls
 
@@ -62,9 +62,24 @@ def probe(name: str, source: str) -> tuple[tuple[str, ...], bool, bool]:
     return tuple(applies), has_turn, has_episode
 
 
-def load_modules(reward_files: dict[str, Path], knobs: dict[str, Any]) -> list[RewardModule]:
+def start_module(name: str, source: str) -> tuple[tuple[str, ...], bool, bool, Any]:
+    """(APPLIES_TO, has turn_reward, has episode_reward, started worker) of one module's source;
+    the worker is anything with `call(func, args, timeout_s)` and `close()`."""
+    applies, has_turn, has_episode = probe(name, source)
+    worker = ModuleWorker(source, LIMITS)
+    if not worker.load_result.ok:
+        worker.close()
+        raise RewardModuleError(f"reward module {name} fails to load: "
+                                f"{worker.load_result.error}.")
+    return applies, has_turn, has_episode, worker
+
+
+def load_modules(reward_files: dict[str, Path], knobs: dict[str, Any],
+                 start: Callable[[str, str], tuple] = start_module) -> list[RewardModule]:
     """Start a worker for every module switched on in knobs reward.modules; raise on the first
-    that cannot be used (the callers treat that as a failed snapshot)."""
+    that cannot be used (the callers treat that as a failed snapshot). `start` (name, source)
+    gives a module's worker (training.live passes one that reuses the worker of an unchanged
+    module across hot reloads)."""
     settings = knobs.get("reward", {}).get("modules", {})
     modules: list[RewardModule] = []
     try:
@@ -75,12 +90,7 @@ def load_modules(reward_files: dict[str, Path], knobs: dict[str, Any]) -> list[R
                 raise RewardModuleError(f"knobs reward.modules.{name} is enabled but "
                                         f"rewards/{name}.py does not exist.")
             source = reward_files[name].read_text()
-            applies, has_turn, has_episode = probe(name, source)
-            worker = ModuleWorker(source, LIMITS)
-            if not worker.load_result.ok:
-                worker.close()
-                raise RewardModuleError(f"reward module {name} fails to load: "
-                                        f"{worker.load_result.error}.")
+            applies, has_turn, has_episode, worker = start(name, source)
             modules.append(RewardModule(name, applies, has_turn, has_episode,
                                         float(spec.get("weight", 1.0)), worker))
     except BaseException:
