@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from orchestrator import priority
 from orchestrator.agents.base import SessionContext, SessionResult, run_session
 
 
@@ -67,6 +68,9 @@ class SessionRunner:
         self.ctx, self._result = ctx, None
 
         def work() -> None:
+            # the session's CLI, its git commands and hooks, and the judging after it yield the
+            # CPU to the trainer (orchestrator/priority.py); this thread never starts a trainer
+            priority.lower_this_thread()
             if before:
                 before()
             res = self._run(ctx)

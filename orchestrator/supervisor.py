@@ -6,6 +6,8 @@ heartbeat: exit 0 is a finished (or stopped) run; a non-zero exit or a heartbeat
 `stall_s` is a crash, after which the trainer is started again with `--resume` from its newest
 whole checkpoint (at most `max_restarts` times; a crash before any checkpoint starts it afresh).
 `stop()` sends SIGTERM: the trainer checkpoints the last finished step, then exits 0.
+The trainer runs at normal priority while gate, hooks and sessions yield to it
+(orchestrator/priority.py): it must be started from a thread that was not lowered.
 """
 from __future__ import annotations
 
@@ -64,19 +66,37 @@ class Supervisor:
         self.stopping = False
         self.started_at = 0.0
 
+    def nproc(self) -> int:
+        """trainer.nproc_per_node of the run's config.json (1 when absent or unreadable)."""
+        try:
+            cfg = json.loads((self.run_dir / "config.json").read_text())
+            return max(int(cfg.get("trainer", {}).get("nproc_per_node", 1)), 1)
+        except (OSError, ValueError, TypeError, AttributeError):
+            return 1
+
     def argv(self, resume: bool) -> list[str]:
-        return [self.python, "-m", self.module, "--run", str(self.run_dir)] + \
+        n = self.nproc()
+        if n == 1:
+            return [self.python, "-m", self.module, "--run", str(self.run_dir)] + \
+                (["--resume"] if resume else [])
+        # --run-dir (the trainer's alias of --run): torchrun's parser would take `--run` for an
+        # abbreviation of its own --run-path
+        tail = ["-m", self.module, "--run-dir", str(self.run_dir)] + \
             (["--resume"] if resume else [])
+        # stop() waits 120 s for the checkpoint; torchrun must not SIGKILL the workers sooner
+        return [self.python, "-m", "torch.distributed.run", "--standalone",
+                "--nproc_per_node", str(n), "--shutdown_timeout", "150"] + tail
 
     def start(self, resume: bool | None = None) -> "Supervisor":
         resume = self.resume if resume is None else resume
         log = open(self.run_dir / "trainer.log", "a")
+        from orchestrator import priority
         from orchestrator.paths import project_root
         env = {**os.environ, **(self.env or {})}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project_root()), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(self.argv(resume), stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env,
-                                     cwd=project_root())
+                                     cwd=project_root(), preexec_fn=priority.restore_preexec())
         log.close()
         self.started_at = time.time()
         (self.run_dir / "trainer.pid").write_text(f"{self.proc.pid}\n")

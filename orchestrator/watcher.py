@@ -6,6 +6,7 @@ A watchdog observer on the repository's `refs/heads/` and `logs/` folders (a com
 worker also polls main's commit every `poll_s` seconds, which covers file systems where inotify
 events do not arrive (network mounts, containers) and a packed `main` (`git pack-refs` moves it
 into `packed-refs`). Judging itself is `orchestrator.gate.judge_pending`, under the gate's lock.
+The worker thread runs at background priority (orchestrator/priority.py).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import logging
 import threading
 from pathlib import Path
 
-from orchestrator import gate
+from orchestrator import gate, priority
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,10 @@ class GateWatcher:
 
             class _Handler(FileSystemEventHandler):
                 def on_any_event(self, event):
-                    wake.set()
+                    # watchdog >= 4 reports reads too: git reading refs/heads/main for us would
+                    # wake us again, forever (a git process every debounce_s); writes only
+                    if event.event_type not in ("opened", "closed_no_write"):
+                        wake.set()
 
             self._observer = Observer()
             for sub in ("refs/heads", "logs"):
@@ -71,6 +75,7 @@ class GateWatcher:
         self.stop()
 
     def _loop(self) -> None:
+        priority.lower_this_thread()          # this thread only: the trainer comes first
         last = None
         while not self._stop.is_set():
             self._wake.wait(self.poll_s)

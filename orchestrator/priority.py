@@ -1,0 +1,88 @@
+"""CPU priority of background work: the trainer first (issue 9, item 7).
+
+Gate judging (the watcher thread), meta-agent sessions (their CLI, its git commands and hooks) and
+the git hooks themselves yield the CPU to the trainer: they lower the calling *thread* (on Linux
+`sched_setscheduler(0, ...)` and `setpriority(PRIO_PROCESS, 0, ...)` act on the calling thread,
+not the whole process) and every process started from it inherits the lower priority. The
+trainer is started from the orchestrator's main thread, which is never lowered, and keeps its
+normal priority; `Supervisor.start` checks that (`restore_preexec`).
+
+`EAU_BACKGROUND_PRIORITY` chooses how:
+- `idle` (default): `SCHED_IDLE`, runs only on CPU time nothing else of normal priority wants;
+- `nice`: nice 19 under the normal scheduler (still a small share when the CPUs are busy);
+- `off`: no change.
+An unprivileged process cannot undo either (leaving SCHED_IDLE, or lowering nice again, needs
+CAP_SYS_NICE or an RLIMIT_NICE allowance; Linux refuses it by default), which is why only threads
+that never start the trainer are lowered. On other systems every function here does nothing.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
+
+ENV = "EAU_BACKGROUND_PRIORITY"
+MODES = ("idle", "nice", "off")
+NICE = 19
+try:                                    # the main thread's nice value: what a reset goes back to
+    _BASE_NICE = os.getpriority(os.PRIO_PROCESS, os.getpid())
+except (OSError, AttributeError):
+    _BASE_NICE = 0
+
+
+def mode() -> str:
+    value = os.environ.get(ENV, "idle").strip().lower() or "idle"
+    return value if value in MODES else "idle"
+
+
+def supported() -> bool:
+    return sys.platform.startswith("linux") and hasattr(os, "sched_setscheduler")
+
+
+def lower_this_thread() -> str:
+    """Lower the calling thread (and what it starts from now on); returns what was done:
+    "idle", "nice", or "" (switched off, not Linux, or refused)."""
+    m = mode()
+    if m == "off" or not supported():
+        return ""
+    if m == "idle":
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+            return "idle"
+        except (OSError, AttributeError):
+            pass                       # e.g. a kernel or seccomp policy without SCHED_IDLE: nice
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, max(NICE, os.getpriority(os.PRIO_PROCESS, 0)))
+        return "nice"
+    except OSError:
+        return ""
+
+
+def is_lowered(pid: int = 0) -> bool:
+    """Whether a thread (0: the calling one; else a thread/process id) runs lowered."""
+    if not supported():
+        return False
+    try:
+        return (os.sched_getscheduler(pid) == os.SCHED_IDLE
+                or os.getpriority(os.PRIO_PROCESS, pid) >= NICE > _BASE_NICE)
+    except OSError:
+        return False
+
+
+def _restore() -> None:
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, 0, _BASE_NICE)
+    except OSError:
+        pass                           # unprivileged: Linux refuses; the caller warned
+
+
+def restore_preexec() -> Callable[[], None] | None:
+    """For Popen(preexec_fn=...) of the trainer: None when the calling thread runs at normal
+    priority (the child inherits it); else a function that puts the child back to normal where
+    Linux allows it (root or CAP_SYS_NICE), with a warning on stderr either way."""
+    if not is_lowered():
+        return None
+    print("eau: the trainer is being started from a lowered thread; resetting its priority "
+          f"(needs CAP_SYS_NICE; {ENV}=off avoids lowering altogether).", file=sys.stderr)
+    return _restore

@@ -1,0 +1,146 @@
+"""Background work yields the CPU to the trainer (orchestrator/priority.py; issue 9, item 7): the
+gate watcher's thread, a session's thread and what it starts, and the git hooks run at SCHED_IDLE
+on Linux, the trainer does not; EAU_BACKGROUND_PRIORITY=off switches it off."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gate_testkit import make_experiment
+from orchestrator import priority
+from orchestrator.agents.base import SessionResult
+from orchestrator.scheduler import SessionRunner
+from orchestrator.supervisor import Supervisor
+from orchestrator.watcher import GateWatcher
+
+pytestmark = pytest.mark.skipif(not priority.supported(), reason="Linux scheduling policies only")
+
+PROBE = "import os; print(os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))"
+
+
+def child_policy() -> tuple[int, int]:
+    """(policy, nice) of a process started from the calling thread."""
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    policy, nice = out.stdout.split()
+    return int(policy), int(nice)
+
+
+def in_thread(fn):
+    box = {}
+    t = threading.Thread(target=lambda: box.setdefault("v", fn()))
+    t.start()
+    t.join(30)
+    return box["v"]
+
+
+def test_lowered_thread_and_its_children_idle_main_thread_untouched(monkeypatch):
+    monkeypatch.delenv(priority.ENV, raising=False)
+
+    def work():
+        return priority.lower_this_thread(), os.sched_getscheduler(0), child_policy()
+
+    done, policy, child = in_thread(work)
+    assert done == "idle" and policy == os.SCHED_IDLE and child[0] == os.SCHED_IDLE
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER and not priority.is_lowered()
+    assert child_policy()[0] == os.SCHED_OTHER
+
+
+def test_nice_mode_and_off_switch(monkeypatch):
+    monkeypatch.setenv(priority.ENV, "nice")
+    done, child = in_thread(lambda: (priority.lower_this_thread(), child_policy()))
+    assert done == "nice" and child == (os.SCHED_OTHER, 19)
+    monkeypatch.setenv(priority.ENV, "off")
+    done, child = in_thread(lambda: (priority.lower_this_thread(), child_policy()))
+    assert done == "" and child[0] == os.SCHED_OTHER and child[1] == os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def test_session_thread_and_its_cli_run_idle(monkeypatch):
+    monkeypatch.delenv(priority.ENV, raising=False)
+    seen = {}
+
+    def fake_session(ctx):
+        seen["thread"] = os.sched_getscheduler(0)
+        seen["cli"] = child_policy()
+        return SessionResult(agent="command", session_id="s001", status="no_change")
+
+    runner = SessionRunner(run=fake_session)
+    runner.submit(ctx=type("Ctx", (), {"session_id": "s001"})())
+    runner.wait(30)
+    assert seen["thread"] == os.SCHED_IDLE and seen["cli"][0] == os.SCHED_IDLE
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
+def test_gate_watcher_thread_runs_idle_unless_switched_off(tmp_path, monkeypatch):
+    for value, want in ((None, os.SCHED_IDLE), ("off", os.SCHED_OTHER)):
+        if value is None:
+            monkeypatch.delenv(priority.ENV, raising=False)
+        else:
+            monkeypatch.setenv(priority.ENV, value)
+        exp = make_experiment(tmp_path / (value or "idle"))
+        watcher = GateWatcher(exp, poll_s=0.2).start()
+        try:
+            tid = watcher._thread.native_id
+            deadline = time.time() + 5
+            while os.sched_getscheduler(tid) != want and time.time() < deadline:
+                time.sleep(0.05)
+            assert os.sched_getscheduler(tid) == want
+        finally:
+            watcher.stop()
+
+
+def test_git_hook_lowers_itself(tmp_path, monkeypatch):
+    exp = make_experiment(tmp_path)
+    msg = tmp_path / "msg"
+    msg.write_text("x\n\nWhy: a test.\nExpect: nothing.\n")
+    code = ("import os, sys; from orchestrator import gate; "
+            f"rc = gate.main(['--exp-dir', {str(exp)!r}, '--hook', 'commit-msg', {str(msg)!r}]); "
+            "print(rc, os.sched_getscheduler(0))")
+    for value, want in ((None, os.SCHED_IDLE), ("off", os.SCHED_OTHER)):
+        env = {k: v for k, v in os.environ.items() if k != priority.ENV}
+        if value:
+            env[priority.ENV] = value
+        out = subprocess.run([sys.executable, "-c", code], cwd=exp / "workspace", env=env,
+                             capture_output=True, text=True)
+        assert out.stdout.split() == ["0", str(want)], out.stderr
+
+
+def sleeper_run(tmp_path: Path) -> tuple[Path, dict]:
+    mods = tmp_path / "mods"
+    mods.mkdir(exist_ok=True)
+    (mods / "eau_sleeper.py").write_text("import time\ntime.sleep(30)\n")
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    return run, {"PYTHONPATH": str(mods)}
+
+
+def trainer_policy(sup: Supervisor) -> tuple[int, int]:
+    try:
+        return os.sched_getscheduler(sup.proc.pid), os.getpriority(os.PRIO_PROCESS, sup.proc.pid)
+    finally:
+        sup._kill()
+
+
+def test_trainer_keeps_normal_priority(tmp_path, monkeypatch):
+    monkeypatch.delenv(priority.ENV, raising=False)
+    run, env = sleeper_run(tmp_path)
+    sup = Supervisor(run, env=env, module="eau_sleeper").start()
+    assert trainer_policy(sup) == (os.SCHED_OTHER, os.getpriority(os.PRIO_PROCESS, 0))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="leaving SCHED_IDLE needs CAP_SYS_NICE")
+def test_trainer_started_from_a_lowered_thread_is_put_back(tmp_path, monkeypatch):
+    monkeypatch.delenv(priority.ENV, raising=False)
+    run, env = sleeper_run(tmp_path)
+
+    def start():
+        priority.lower_this_thread()
+        return Supervisor(run, env=env, module="eau_sleeper").start()
+
+    sup = in_thread(start)
+    assert trainer_policy(sup)[0] == os.SCHED_OTHER
