@@ -137,6 +137,13 @@ class TrainerConfig:
     """Seconds between touches of the heartbeat file."""
     threads: int = 0
     """torch CPU threads (0 = torch's default)."""
+    parallel: str = "none"
+    """Training across several processes (training.distributed): "none" (one process, as
+    always), "ddp" (replicated model, gradients averaged) or "fsdp" (FSDP2: parameters,
+    gradients and optimiser state sharded). Rollouts are data parallel under both."""
+    nproc_per_node: int = 1
+    """Processes (one per GPU) the orchestrator starts the trainer with through torchrun; 1 =
+    plain `python -m training.trainer`."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,20 @@ class Config:
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
             (self.model.device in ("auto", "cpu", "cuda"), "model.device must be auto, cpu or cuda"),
             (self.trainer.total_steps >= 0, "trainer.total_steps must not be negative"),
+            (self.trainer.parallel in ("none", "ddp", "fsdp"),
+             "trainer.parallel must be none, ddp or fsdp"),
+            (type(self.trainer.nproc_per_node) is int and self.trainer.nproc_per_node >= 1,
+             "trainer.nproc_per_node must be a whole number of at least 1"),
+            (self.trainer.nproc_per_node == 1 or self.trainer.parallel != "none",
+             "trainer.nproc_per_node > 1 needs trainer.parallel ddp or fsdp (with none the "
+             "processes would not share gradients)"),
+            (not isinstance(self.trainer.nproc_per_node, int)
+             or self.episodes_per_step >= self.trainer.nproc_per_node,
+             "data.train_batch_size * rollout.n must be at least trainer.nproc_per_node, so every "
+             "process has an episode"),
+            (self.trainer.parallel == "none" or self.model.lora_rank == 0,
+             "trainer.parallel ddp/fsdp does not support LoRA yet: set model.lora_rank to 0 or "
+             "trainer.parallel to none"),
         ]
         for ok, message in checks:
             if not ok:
