@@ -108,7 +108,9 @@ def wrap_model(model: torch.nn.Module, info: DistInfo, strategy: str = "none",
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         ids = [info.device.index] if info.device.type == "cuda" else None
-        return DDP(model, device_ids=ids)
+        # broadcast_buffers=False: the only buffers are constant (rotary inv_freq), and a buffer
+        # broadcast in every forward would make no-grad scoring passes collective too
+        return DDP(model, device_ids=ids, broadcast_buffers=False)
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) \
@@ -149,22 +151,84 @@ def gather_objects(obj, info: DistInfo) -> list:
     return out
 
 
+def _full(value: torch.Tensor) -> torch.Tensor:
+    """A DTensor (an FSDP shard) gathered whole (collective); a plain tensor as it is."""
+    return value.full_tensor() if hasattr(value, "full_tensor") else value
+
+
 def full_state_dict(model: torch.nn.Module, info: DistInfo) -> dict[str, torch.Tensor]:
     """Unsharded CPU state dict (same names as the plain model) for checkpoints and weight sync.
 
-    Every process must call it (the gather is collective); all receive the full dict.
+    Every process must call it (FSDP shards are gathered one tensor at a time, in the state
+    dict's order, which is the same on every process); all receive the full dict. Works on the
+    FSDP root and on a module inside it (the trainer's policy sits inside a log-prob wrapper).
     """
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     if isinstance(model, DDP):  # replicated: the inner module's own names
         model = model.module
-    if not info.active or not any(hasattr(m, "reshard") for m in model.modules()):
-        return {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    # cpu_offload=True would leave the other ranks an empty dict; gather on the device, then copy
-    opts = StateDictOptions(full_state_dict=True, cpu_offload=False)
-    return {k: v.detach().cpu() for k, v in get_model_state_dict(model, options=opts).items()}
+    return {k: _full(v).detach().cpu() for k, v in model.state_dict().items()}
+
+
+def full_optim_state_dict(opt: torch.optim.Optimizer, info: DistInfo) -> dict:
+    """`opt.state_dict()` with every sharded state tensor gathered whole, on the CPU: the same
+    format (integer parameter ids) a one-process optimiser writes, so either can load it.
+    Collective under FSDP (every process calls it)."""
+    sd = opt.state_dict()
+    state = {k: {name: (_full(v).detach().cpu() if isinstance(v, torch.Tensor) else v)
+                 for name, v in sorted(sd["state"][k].items())} for k in sorted(sd["state"])}
+    return {"state": state, "param_groups": sd["param_groups"]}
+
+
+def load_full_optim_state_dict(opt: torch.optim.Optimizer, sd: dict, info: DistInfo) -> None:
+    """Load a whole (one-process format) optimiser state into `opt`, whose parameters may be FSDP
+    shards: each state tensor shaped like its parameter is split the way the parameter is."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    params = [p for group in opt.param_groups for p in group["params"]]
+    state = {}
+    for k in sorted(sd["state"]):
+        param = params[int(k)]
+        entry = {}
+        for name, v in sorted(sd["state"][k].items()):
+            if isinstance(param, DTensor) and isinstance(v, torch.Tensor) \
+                    and v.shape == param.shape:
+                v = distribute_tensor(v.to(param.device), param.device_mesh, param.placements)
+            entry[name] = v
+        state[k] = entry
+    opt.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+
+
+@torch.no_grad()
+def copy_full_params(dst: torch.nn.Module, src: torch.nn.Module) -> None:
+    """dst's parameters := src's, gathered whole where src holds FSDP shards (collective; same
+    parameter order on every process). dst is a plain copy of src's module tree."""
+    pairs = dict(src.named_parameters())
+    for name, p in dst.named_parameters():
+        p.copy_(_full(pairs[name]).to(p.device, p.dtype))
+
+
+def broadcast_object(obj, info: DistInfo):
+    """Rank 0's `obj` on every process (identity at world size 1)."""
+    if not info.active:
+        return obj
+    box = [obj]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def any_true(flag: bool, info: DistInfo) -> bool:
+    """True on every process when `flag` is true on any (the agreement on a stop or a failure)."""
+    if not info.active:
+        return bool(flag)
+    t = torch.tensor([1.0 if flag else 0.0], device=info.device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item() > 0)
+
+
+def barrier(info: DistInfo) -> None:
+    if info.active:
+        dist.barrier()
 
 
 def _selftest(strategy: str, out: str) -> None:

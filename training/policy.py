@@ -82,6 +82,21 @@ class ValueModel(nn.Module):
         return torch.cat([torch.zeros_like(v[:, :1]), v[:, :-1]], dim=1)
 
 
+class PolicyLogprobs(nn.Module):
+    """`action_logprobs` of the policy as a module's forward: DDP and FSDP act in their wrapper's
+    forward (FSDP gathers the root's embedding, norm and head there), so the update must enter
+    through one; the bare policy's decoder would bypass them."""
+
+    def __init__(self, policy: nn.Module):
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, input_ids, attention_mask, response_mask, temperature: float = 1.0,
+                with_entropy: bool = False):
+        return action_logprobs(self.policy, input_ids, attention_mask, response_mask,
+                               temperature=temperature, with_entropy=with_entropy)
+
+
 @dataclass
 class Models:
     policy: nn.Module
@@ -90,6 +105,21 @@ class Models:
     tokenizer: Any
     device: torch.device
     path: str
+    # several processes (training.distributed; None = one process, the plain modules):
+    actor: nn.Module | None = None            # PolicyLogprobs(policy) wrapped by DDP / FSDP
+    critic_train: nn.Module | None = None     # the critic wrapped by DDP / FSDP
+    rollout_policy: nn.Module | None = None   # plain whole-weight policy that generates
+
+    def logprobs(self, input_ids, attention_mask, response_mask, *, temperature: float = 1.0,
+                 with_entropy: bool = False):
+        """The policy's action log-probs (and entropy) through the update's wrapper if any."""
+        if self.actor is None:
+            return action_logprobs(self.policy, input_ids, attention_mask, response_mask,
+                                   temperature=temperature, with_entropy=with_entropy)
+        return self.actor(input_ids, attention_mask, response_mask, temperature, with_entropy)
+
+    def values(self, input_ids, attention_mask):
+        return (self.critic_train or self.critic)(input_ids, attention_mask)
 
     def autocast(self):
         return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
@@ -115,12 +145,13 @@ def load_tokenizer(path: str):
     return tok
 
 
-def load_models(cfg: ModelConfig, *, seed: int) -> Models:
-    """Policy, critic and reference from `cfg.path` (see resolve_model_path), fp32 on `cfg.device`."""
+def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = None) -> Models:
+    """Policy, critic and reference from `cfg.path` (see resolve_model_path), fp32 on `cfg.device`
+    (or `device`: a process's own GPU under torchrun)."""
     from transformers import AutoModelForCausalLM
 
     path = resolve_model_path(cfg.path)
-    device = pick_device(cfg.device)
+    device = device if device is not None else pick_device(cfg.device)
     tok = load_tokenizer(path)
     torch.manual_seed(seed)
     policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
@@ -177,7 +208,7 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
 
     Returns each context's new tokens, cut after the first end-of-turn token (kept).
     """
-    model = model or models.policy
+    model = model or models.rollout_policy or models.policy
     tok = models.tokenizer
     if models.device.type == "cuda" and os.environ.get("EAU_ROLLOUT_BACKEND", "graph") == "graph":
         # issue 11: CUDA-graph decode on a bf16 copy (training/generation.py); None = not applicable

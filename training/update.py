@@ -6,6 +6,16 @@ model's position ids start at 0 for every episode, as in generation with left pa
 micro-batch is cut to its own longest episode. Loss scaling: every micro-batch's token-mean loss
 is multiplied by its share of the mini-batch's action tokens, so the accumulated gradient is the
 token-mean over the whole mini-batch whatever the micro-batch size.
+
+Several processes (training.distributed, issue 11): each holds the rows of the step's episodes it
+rolled out (global episode g lives on rank g % world, local row g // world). Every process draws
+the same permutation of the GLOBAL batch, so mini-batches are the same global sets and each
+process trains on its rows of each; a micro-batch's share is its action tokens over the GLOBAL
+mini-batch's (an all-reduced count), times the world size because DDP and FSDP average gradients
+over processes: the summed gradient is exactly the one-process token mean. Every process runs the
+same number of forward/backward passes (a process short of rows runs a zero-weight pass on one of
+its rows), since each pass of a wrapped model is collective. Advantages are whitened with global
+sums, and metrics are summed over processes.
 """
 from __future__ import annotations
 
@@ -14,9 +24,12 @@ from typing import Any
 
 import torch
 
+from training import distributed as D
 from training import ppo
 from training.config import Config
 from training.policy import Models, action_logprobs
+
+SINGLE = D.DistInfo()
 
 
 @dataclass
@@ -78,37 +91,53 @@ def _micro(batch: Batch, index: torch.Tensor, device: torch.device) -> dict[str,
     return out
 
 
-def single_update(batch: Batch, cfg: Config) -> bool:
+def single_update(batch: Batch, cfg: Config, global_size: int | None = None) -> bool:
     """One epoch and one mini-batch: the policy is still the rollout's when the loss is taken,
     so the old log-probs are the current ones, detached, and their own pass is skipped (as
     verl does); this saves one of the step's forward passes."""
-    return cfg.actor.ppo_epochs == 1 and cfg.actor.ppo_mini_batch_size * cfg.rollout.n >= batch.size
+    size = batch.size if global_size is None else global_size
+    return cfg.actor.ppo_epochs == 1 and cfg.actor.ppo_mini_batch_size * cfg.rollout.n >= size
+
+
+def rows_of(rank: int, world: int, global_size: int) -> int:
+    """How many of the step's episodes process `rank` holds (round-robin, training.distributed)."""
+    return len(range(rank, global_size, world))
 
 
 @torch.no_grad()
-def score_batch(models: Models, batch: Batch, cfg: Config) -> None:
+def score_batch(models: Models, batch: Batch, cfg: Config, info: D.DistInfo = SINGLE,
+                global_size: int | None = None) -> None:
     """Fill old_logprobs (unless `single_update`), ref_logprobs, old_values, advantages and
-    returns of the batch."""
+    returns of the batch (this process's rows; `global_size` episodes over all processes)."""
     B, T = batch.input_ids.shape
+    G = B if global_size is None else global_size
     temp = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     old, ref, vals = (torch.zeros(B, T) for _ in range(3))
     step = cfg.actor.ppo_micro_batch_size
-    skip_old = single_update(batch, cfg)
+    skip_old = single_update(batch, cfg, G)
+    # wrapped models are collective per forward: every process runs the most passes any needs
+    passes = max(-(-rows_of(r, info.world_size, G) // step) for r in range(info.world_size))
     models.policy.eval()
     models.critic.eval()
-    for start in range(0, B, step):
-        index = torch.arange(start, min(start + step, B))
+    for i in range(passes):
+        start = i * step
+        dummy = start >= B
+        index = torch.arange(0, 1) if dummy else torch.arange(start, min(start + step, B))
         mb = _micro(batch, index, models.device)
         t = mb["input_ids"].shape[1]
         with models.autocast():
             if not skip_old:
-                lp, _ = action_logprobs(models.policy, mb["input_ids"], mb["attention_mask"],
+                lp, _ = models.logprobs(mb["input_ids"], mb["attention_mask"],
                                         mb["response_mask"], temperature=temp)
-                old[index, :t] = lp.float().cpu()
-            with models.reference_model() as reference:
-                rp, _ = action_logprobs(reference, mb["input_ids"], mb["attention_mask"],
-                                        mb["response_mask"], temperature=temp)
-            v = models.critic(mb["input_ids"], mb["attention_mask"])
+            if not dummy:
+                with models.reference_model() as reference:
+                    rp, _ = action_logprobs(reference, mb["input_ids"], mb["attention_mask"],
+                                            mb["response_mask"], temperature=temp)
+            v = models.values(mb["input_ids"], mb["attention_mask"])
+        if dummy:
+            continue
+        if not skip_old:
+            old[index, :t] = lp.float().cpu()
         ref[index, :t] = rp.float().cpu()
         vals[index, :t] = v.float().cpu() * mb["response_mask"].cpu()
     models.policy.train()
@@ -116,22 +145,66 @@ def score_batch(models: Models, batch: Batch, cfg: Config) -> None:
     batch.old_logprobs = None if skip_old else old
     batch.ref_logprobs, batch.old_values = ref, vals
     a = cfg.algorithm
-    batch.advantages, batch.returns = ppo.compute_advantages(
+    if not info.active:
+        batch.advantages, batch.returns = ppo.compute_advantages(
+            vals, batch.response_mask, batch.turn_ids, batch.turn_rewards, batch.turn_mask,
+            gamma=a.gamma, lam=a.lam, estimator=a.adv_estimator, whiten=a.whiten_advantages)
+        return
+    adv, batch.returns = ppo.compute_advantages(
         vals, batch.response_mask, batch.turn_ids, batch.turn_rewards, batch.turn_mask,
-        gamma=a.gamma, lam=a.lam, estimator=a.adv_estimator, whiten=a.whiten_advantages)
+        gamma=a.gamma, lam=a.lam, estimator=a.adv_estimator, whiten=False)
+    batch.advantages = global_whiten(adv, batch.response_mask, info) \
+        if a.whiten_advantages else adv
 
 
-def _mini_batches(batch: Batch, mini: int, generator: torch.Generator) -> list[torch.Tensor]:
-    order = torch.randperm(batch.size, generator=generator)
-    return [order[i:i + mini] for i in range(0, batch.size, mini)]
+def global_whiten(x: torch.Tensor, mask: torch.Tensor, info: D.DistInfo,
+                  eps: float = 1e-8) -> torch.Tensor:
+    """ppo.masked_whiten over the action tokens of ALL processes (sums all-reduced in float64)."""
+    m = mask.to(torch.float64)
+    xd = x.to(torch.float64)
+    s = D.all_reduce_sum({"n": float(m.sum()), "sum": float((xd * m).sum())}, info)
+    n = s["n"]
+    mean = s["sum"] / max(n, 1.0)
+    sq = D.all_reduce_sum({"sq": float((((xd - mean) ** 2) * m).sum())}, info)["sq"]
+    var = sq / max(n, 1.0)
+    if n > 1:
+        var = var * n / (n - 1)
+    out = (x - mean) * torch.rsqrt(torch.tensor(var + eps, dtype=x.dtype))
+    return torch.where(mask.bool(), out, torch.zeros_like(x))
+
+
+def global_stats(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
+                 info: D.DistInfo) -> dict[str, float]:
+    """critic/explained_var, values_mean and returns_mean over all processes' action tokens."""
+    if not info.active:
+        return {"critic/explained_var": ppo.explained_variance(values, returns, mask),
+                "critic/values_mean": float(ppo.masked_mean(values, mask)),
+                "critic/returns_mean": float(ppo.masked_mean(returns, mask))}
+    m = mask.to(torch.float64)
+    v, r = values.to(torch.float64) * m, returns.to(torch.float64) * m
+    d = r - v
+    s = D.all_reduce_sum({"n": float(m.sum()), "v": float(v.sum()), "r": float(r.sum()),
+                          "r2": float((r * r).sum()), "d": float(d.sum()),
+                          "d2": float((d * d).sum())}, info)
+    n = max(s["n"], 1.0)
+    var_r = s["r2"] / n - (s["r"] / n) ** 2
+    var_d = s["d2"] / n - (s["d"] / n) ** 2
+    return {"critic/explained_var": float("nan") if var_r <= 1e-12 else 1.0 - var_d / var_r,
+            "critic/values_mean": s["v"] / n, "critic/returns_mean": s["r"] / n}
+
+
+def _mini_batches(size: int, mini: int, generator: torch.Generator) -> list[torch.Tensor]:
+    order = torch.randperm(size, generator=generator)
+    return [order[i:i + mini] for i in range(0, size, mini)]
 
 
 def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
-                 coefs: dict[str, float], share: float, sums: dict[str, float]) -> None:
+                 coefs: dict[str, float], share: float, sums: dict[str, float],
+                 scale: int = 1) -> None:
     temp = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     mask = mb["response_mask"]
     with models.autocast():
-        logp, ent = action_logprobs(models.policy, mb["input_ids"], mb["attention_mask"], mask,
+        logp, ent = models.logprobs(mb["input_ids"], mb["attention_mask"], mask,
                                     temperature=temp, with_entropy=True)
     old = mb["old_logprobs"] if "old_logprobs" in mb else logp.detach()    # single_update
     pg = ppo.policy_loss(logp, old, mb["advantages"], mask, cfg.actor.clip_ratio)
@@ -140,7 +213,7 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
     loss = pg["pg_loss"] - coefs["entropy_coeff"] * entropy
     if cfg.actor.use_kl_loss:
         loss = loss + coefs["kl_loss_coef"] * kl
-    (loss * share).backward()
+    (loss * (share * scale)).backward()
     for name, value in (("actor/pg_loss", pg["pg_loss"]), ("actor/clipfrac", pg["clipfrac"]),
                         ("actor/approx_kl", pg["approx_kl"]), ("actor/entropy", entropy),
                         ("kl/ref", kl), ("actor/loss", loss)):
@@ -148,59 +221,81 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
 
 
 def _critic_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config, share: float,
-                  sums: dict[str, float]) -> None:
+                  sums: dict[str, float], scale: int = 1) -> None:
     mask = mb["response_mask"]
     with models.autocast():
-        values = models.critic(mb["input_ids"], mb["attention_mask"])               # (b, t)
+        values = models.values(mb["input_ids"], mb["attention_mask"])               # (b, t)
     vl = ppo.value_loss(values.float(), mb["old_values"], mb["returns"], mask,
                         cfg.critic.cliprange_value)
-    (vl["value_loss"] * share).backward()
+    (vl["value_loss"] * (share * scale)).backward()
     for name, value in (("critic/value_loss", vl["value_loss"]),
                         ("critic/vf_clipfrac", vl["vf_clipfrac"])):
         sums[name] = sums.get(name, 0.0) + float(value.detach()) * share
 
 
-def _accumulate(models: Models, batch: Batch, index: torch.Tensor, micro: int, fn) -> None:
-    """Run fn(mb, share) over micro-batches of the mini-batch `index`."""
-    total = max(int(batch.response_mask[index].sum()), 1)
-    for start in range(0, len(index), micro):
-        sub = index[start:start + micro]
+def _accumulate(models: Models, batch: Batch, index: torch.Tensor, micro: int, total: int,
+                passes: int, fn) -> None:
+    """Run fn(mb, share) over `passes` micro-batches of this process's rows `index` of a
+    mini-batch with `total` action tokens over all processes; passes past this process's rows
+    are zero-weight passes on row 0 (the collective count must match, module docstring)."""
+    total = max(total, 1)
+    for i in range(passes):
+        sub = index[i * micro:(i + 1) * micro]
+        if len(sub) == 0:
+            fn(_micro(batch, torch.arange(0, 1), models.device), 0.0)
+            continue
         mb = _micro(batch, sub, models.device)
         fn(mb, int(mb["response_mask"].sum()) / total)
 
 
+def _grad_norm(params, max_norm: float) -> float:
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    return float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
+
+
 def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
                critic_opt: torch.optim.Optimizer, batch: Batch, cfg: Config,
-               coefs: dict[str, float], *, seed: int) -> dict[str, Any]:
-    """ppo_epochs passes of actor and critic updates; returns the step's training metrics."""
+               coefs: dict[str, float], *, seed: int, info: D.DistInfo = SINGLE,
+               global_size: int | None = None) -> dict[str, Any]:
+    """ppo_epochs passes of actor and critic updates; returns the step's training metrics
+    (over all processes; `global_size` episodes in all, this process holding its rows)."""
     gen = torch.Generator().manual_seed(seed)
+    W, R = info.world_size, info.rank
+    G = batch.size if global_size is None else global_size
     mini = cfg.actor.ppo_mini_batch_size * cfg.rollout.n
+    amicro, cmicro = cfg.actor.ppo_micro_batch_size, cfg.critic.ppo_micro_batch_size
     sums: dict[str, float] = {}
     n_updates = 0
     grad_norms = {"actor/grad_norm": 0.0, "critic/grad_norm": 0.0}
     for _ in range(cfg.actor.ppo_epochs):
-        for index in _mini_batches(batch, mini, gen):
-            if int(batch.response_mask[index].sum()) == 0:
+        minis = _mini_batches(G, mini, gen)              # global episode ids, same everywhere
+        local = [torch.tensor([int(g) // W for g in m if int(g) % W == R], dtype=torch.long)
+                 for m in minis]
+        counts = [[sum(1 for g in m if int(g) % W == r) for r in range(W)] for m in minis]
+        tokens = [int(batch.response_mask[ix].sum()) if len(ix) else 0 for ix in local]
+        if info.active:
+            summed = D.all_reduce_sum({str(i): float(t) for i, t in enumerate(tokens)}, info)
+            tokens = [int(summed[str(i)]) for i in range(len(minis))]
+        for index, total, count in zip(local, tokens, counts):
+            if total == 0:
                 continue
             actor_opt.zero_grad(set_to_none=True)
             critic_opt.zero_grad(set_to_none=True)
-            _accumulate(models, batch, index, cfg.actor.ppo_micro_batch_size,
-                        lambda mb, share: _actor_micro(models, mb, cfg, coefs, share, sums))
-            _accumulate(models, batch, index, cfg.critic.ppo_micro_batch_size,
-                        lambda mb, share: _critic_micro(models, mb, cfg, share, sums))
-            grad_norms["actor/grad_norm"] += float(torch.nn.utils.clip_grad_norm_(
+            _accumulate(models, batch, index, amicro, total, max(-(-c // amicro) for c in count),
+                        lambda mb, share: _actor_micro(models, mb, cfg, coefs, share, sums, W))
+            _accumulate(models, batch, index, cmicro, total, max(-(-c // cmicro) for c in count),
+                        lambda mb, share: _critic_micro(models, mb, cfg, share, sums, W))
+            grad_norms["actor/grad_norm"] += _grad_norm(
                 [p for p in models.policy.parameters() if p.requires_grad],
-                cfg.actor.optim.grad_clip))
-            grad_norms["critic/grad_norm"] += float(torch.nn.utils.clip_grad_norm_(
-                models.critic.parameters(), cfg.critic.optim.grad_clip))
+                cfg.actor.optim.grad_clip)
+            grad_norms["critic/grad_norm"] += _grad_norm(models.critic.parameters(),
+                                                         cfg.critic.optim.grad_clip)
             actor_opt.step()
             critic_opt.step()
             n_updates += 1
+    sums = D.all_reduce_sum(sums, info)
     out = {k: v / max(n_updates, 1) for k, v in {**sums, **grad_norms}.items()}
-    mask = batch.response_mask
-    out["critic/explained_var"] = ppo.explained_variance(batch.old_values, batch.returns, mask)
-    out["critic/values_mean"] = float(ppo.masked_mean(batch.old_values, mask))
-    out["critic/returns_mean"] = float(ppo.masked_mean(batch.returns, mask))
+    out.update(global_stats(batch.old_values, batch.returns, batch.response_mask, info))
     out["actor/updates"] = n_updates
-    out["perf/action_tokens"] = batch.num_tokens
+    out["perf/action_tokens"] = int(D.all_reduce_sum({"n": batch.num_tokens}, info)["n"])
     return out
