@@ -11,10 +11,20 @@ One step (paper section 4.4): at the step boundary swap in a newly promoted work
 mini-batches with gradient accumulation (this module's `update`); log; checkpoint every
 `trainer.save_freq` steps. SIGTERM checkpoints the last finished step and exits 0; `--resume`
 continues from the newest whole checkpoint exactly (every step reseeds from (seed, step)).
+
+Several processes (issue 11, `trainer.parallel` ddp | fsdp, started by
+`torchrun --nproc_per_node N -m training.trainer --run DIR`; training.distributed): every process
+derives the same global list of (task, sample) pairs of a step and rolls out only its share, with
+its own sampling seed; the update is exact over the global batch (training.update); rank 0 alone
+decides which live commit to apply (and broadcasts it), writes the run files and checkpoints
+(whole state dicts in the one-process format, so either kind of run resumes the other). A stop
+(SIGTERM) and a failed reload are agreed by all processes at the step boundary, never mid-step.
+With one process (no torchrun, or world size 1) nothing of this runs.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import importlib.util
 import os
@@ -32,9 +42,10 @@ import numpy as np
 import torch
 
 from training import checkpoint, live, metrics, rewards
+from training import distributed as D
 from training.config import Config, ConfigError
 from training.policy import Models, ModelLoadError, load_models
-from training.rollout import Episode, rollout, start_episode
+from training.rollout import Episode, RolloutStats, rollout, start_episode
 from training.update import Batch, collate, ppo_update, score_batch
 
 
@@ -95,6 +106,8 @@ class Trainer:
         self.cfg = Config.load(self.files.config).validate()
         if self.cfg.trainer.threads > 0:
             torch.set_num_threads(self.cfg.trainer.threads)
+        self.dist = self._join()
+        self.main = self.dist.is_main
         self.bench = load_bench(self.cfg.bench)
         self.gyms = tuple(self.cfg.gyms) or tuple(self.bench.gyms)
         self.tasks = self.bench.load_tasks(self.cfg.data.split, gyms=list(self.gyms))
@@ -105,23 +118,77 @@ class Trainer:
         self.step = 0
         self.failed_commits: set[str] = set()
         reseed(self.cfg.trainer.seed)
-        self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed)
+        self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed,
+                                  device=self.dist.device if self.dist.active else None)
         self.llm = self._user_llm()
-        self.actor_opt = self._optimizer(self.models.policy, self.cfg.actor.optim)
-        self.critic_opt = self._optimizer(self.models.critic, self.cfg.critic.optim)
         self.watcher: live.LiveWatcher | None = None
         ws = self.cfg.workspace
-        if ws.repo:
+        if ws.repo and self.main:        # rank 0 alone follows the live ref (maybe_reload)
             self.watcher = live.LiveWatcher(Path(ws.repo), ws.live_ref, ws.poll_s)
-        checkpoint.remove_partial(self.files.checkpoints)
-        resumed = self._resume() if resume else None
+        if self.main:
+            checkpoint.remove_partial(self.files.checkpoints)
+        D.barrier(self.dist)
+        saved = self._read_checkpoint() if resume else None
+        if saved is not None:            # whole weights into the plain models, before any sharding
+            self.models.policy.load_state_dict(saved[0]["policy"])
+            self.models.critic.load_state_dict(saved[0]["critic"])
+        self._parallelize()
+        # after the wrapping: FSDP replaces the parameters by their shards
+        self.actor_opt = self._optimizer(self.models.policy, self.cfg.actor.optim)
+        self.critic_opt = self._optimizer(self.models.critic, self.cfg.critic.optim)
+        resumed = self._resume(saved) if saved is not None else None
         if resumed is None:
             self.live = self._initial_snapshot()
-        self._drop_lines_past_step()
-        self.files.event("started", step=self.step, commit=self.live.commit, resumed=resume,
-                         pid=os.getpid())
+        if self.main:
+            self._drop_lines_past_step()
+            extra = {"world_size": self.dist.world_size, "parallel": self.cfg.trainer.parallel} \
+                if self.dist.active else {}
+            self.files.event("started", step=self.step, commit=self.live.commit, resumed=resume,
+                             pid=os.getpid(), **extra)
 
     # ---- set-up ---------------------------------------------------------------------------
+    def _join(self) -> D.DistInfo:
+        """This process's place under torchrun; one process (today's trainer) without it."""
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1:
+            return D.DistInfo()
+        if self.cfg.trainer.parallel == "none":
+            raise ConfigError(f"the trainer runs in {world} processes but trainer.parallel is "
+                              "none: set it to ddp or fsdp.")
+        if world > self.cfg.episodes_per_step:
+            raise ConfigError(f"{world} processes but only {self.cfg.episodes_per_step} episodes "
+                              "a step: raise data.train_batch_size * rollout.n or use fewer.")
+        try:
+            return D.init(device=self.cfg.model.device)
+        except D.ParallelConfigError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def _parallelize(self) -> None:
+        """Wrap policy and critic for the update (DDP or FSDP2) and pick the rollout's model.
+
+        The update calls the policy through `PolicyLogprobs`, the wrapped root (DDP/FSDP act in
+        its forward). Rollouts never go through the wrapper: each process decodes its own
+        episodes for a different number of steps, so a collective per decode step (FSDP's
+        all-gather of every layer) would deadlock or at best pay a gather per token. Under DDP
+        the bare policy holds the whole weights already; under FSDP rollouts use a plain copy
+        whose weights are gathered from the shards once per step (`_sync_rollout_policy`).
+        Both are plain tensors, so the CUDA-graph fast path (training.generation) applies.
+        """
+        if not self.dist.active:
+            return
+        from training.policy import PolicyLogprobs
+
+        m, strategy = self.models, self.cfg.trainer.parallel
+        m.rollout_policy = copy.deepcopy(m.policy).eval().requires_grad_(False) \
+            if strategy == "fsdp" else m.policy
+        m.actor = D.wrap_model(PolicyLogprobs(m.policy), self.dist, strategy)
+        m.critic_train = D.wrap_model(m.critic, self.dist, strategy)
+
+    def _sync_rollout_policy(self) -> None:
+        """FSDP: the rollout copy := the trained shards, gathered whole (every process)."""
+        if self.dist.active and self.cfg.trainer.parallel == "fsdp":
+            D.copy_full_params(self.models.rollout_policy, self.models.policy)
+
     @staticmethod
     def _optimizer(model: torch.nn.Module, optim) -> torch.optim.Optimizer:
         params = [p for p in model.parameters() if p.requires_grad]
@@ -157,39 +224,97 @@ class Trainer:
     def _initial_snapshot(self, commit: str | None = None) -> live.LiveSnapshot:
         ws = self.cfg.workspace
         if ws.repo:
-            commit = commit or live.read_ref(live.git_dir(Path(ws.repo)), ws.live_ref)
+            error = None
+            if self.main:                # rank 0 reads the ref once; every process loads that
+                try:
+                    commit = commit or live.read_ref(live.git_dir(Path(ws.repo)), ws.live_ref)
+                except live.SnapshotError as exc:
+                    error = str(exc)
+            commit, error = D.broadcast_object((commit, error), self.dist)
+            if error is not None:
+                raise live.SnapshotError(error)
             if commit is None:
                 raise ConfigError(f"{ws.repo} has no {ws.live_ref}: promote a commit through the "
                                   "gate (or `git update-ref`) before starting the trainer.")
-            return live.load_commit(Path(ws.repo), commit, self.files.snapshots,
-                                    self.check_snapshot)
+            return self._load_agreed(commit)
         if ws.dir:
-            return live.load_folder(Path(ws.dir), self.files.snapshots, self.check_snapshot)
+            return self._load_agreed(None)
         raise ConfigError("config.json names no workspace: set workspace.repo (a git workspace) "
                           "or workspace.dir (a plain folder).")
 
+    def _load_here(self, commit: str | None, export: bool) -> live.LiveSnapshot:
+        """Build the snapshot of `commit` (None: the plain workspace.dir); `export` writes its
+        files into snapshots/ first (rank 0), the other processes build from those files."""
+        ws, into = self.cfg.workspace, self.files.snapshots
+        if commit is not None:
+            if export:
+                return live.load_commit(Path(ws.repo), commit, into, self.check_snapshot)
+            return live.build(into / commit, commit, self.check_snapshot)
+        if export:
+            return live.load_folder(Path(ws.dir), into, self.check_snapshot)
+        return live.build(into / "plain", "", self.check_snapshot)
+
+    def _load_agreed(self, commit: str | None) -> live.LiveSnapshot:
+        """The snapshot loaded on every process, or SnapshotError raised on every process.
+
+        Rank 0 exports and builds first (one writer of snapshots/); the broadcast of its outcome
+        is also the barrier after which the others build from the exported files; a failure on
+        any process is a failure on all (each closes what it built)."""
+        if not self.dist.active:
+            return self._load_here(commit, export=True)
+        new, error = None, None
+        if self.main:
+            try:
+                new = self._load_here(commit, export=True)
+            except live.SnapshotError as exc:
+                error = str(exc)
+        error = D.broadcast_object(error, self.dist)
+        if error is not None:
+            raise live.SnapshotError(error)
+        if not self.main:
+            try:
+                new = self._load_here(commit, export=False)
+            except live.SnapshotError as exc:
+                error = str(exc)
+        errors = [e for e in D.gather_objects(error, self.dist) if e]
+        if errors:
+            if new is not None:
+                new.close()
+            raise live.SnapshotError(errors[0])
+        return new
+
     # ---- hot reload (paper 4.5) -----------------------------------------------------------
     def maybe_reload(self) -> None:
-        """At a step boundary: swap in the live ref's commit if it is new and loads."""
-        if self.watcher is None:
+        """At a step boundary: swap in the live ref's commit if it is new and loads.
+
+        Rank 0 decides (its watcher) and broadcasts the commit, so every process swaps the same
+        commit at the same step; a load failing on any process fails on all (`_load_agreed`)."""
+        if not self.cfg.workspace.repo:
             return
-        self.watcher.check()
-        commit, seen_at = self.watcher.latest()
-        if not commit or commit == self.live.commit or commit in self.failed_commits:
+        commit, seen_at = None, 0.0
+        if self.watcher is not None:
+            self.watcher.check()
+            commit, seen_at = self.watcher.latest()
+            if not commit or commit == self.live.commit or commit in self.failed_commits:
+                commit = None
+        commit = D.broadcast_object(commit, self.dist)
+        if commit is None:
             return
         t0 = time.monotonic()
         try:
-            new = live.load_commit(Path(self.cfg.workspace.repo), commit, self.files.snapshots,
-                                   self.check_snapshot)
+            new = self._load_agreed(commit)
         except live.SnapshotError as exc:
             self.failed_commits.add(commit)
-            self.files.event("reload_failed", commit=commit, step=self.step + 1, error=str(exc))
+            if self.main:
+                self.files.event("reload_failed", commit=commit, step=self.step + 1,
+                                 error=str(exc))
             return
         old, self.live = self.live, new
         old.close()
-        self.files.event("applied", commit=commit, step=self.step + 1,
-                         load_s=round(time.monotonic() - t0, 4),
-                         waited_s=round(t0 - seen_at, 4))
+        if self.main:
+            self.files.event("applied", commit=commit, step=self.step + 1,
+                             load_s=round(time.monotonic() - t0, 4),
+                             waited_s=round(t0 - seen_at, 4))
 
     def coefficients(self) -> dict[str, float]:
         """Optimiser knobs of the live snapshot, applied in place (issue 3, item 5)."""
@@ -207,27 +332,34 @@ class Trainer:
         rng = random.Random(seed)
         bs = self.cfg.data.train_batch_size
         chosen = rng.sample(self.tasks, bs) if bs <= len(self.tasks) else rng.choices(self.tasks, k=bs)
+        # the step's global (task, sample) pairs, the same on every process; envs are built only
+        # for this process's share (global episode g on rank g % world)
+        pairs = [(i, j, task) for i, task in enumerate(chosen) for j in range(self.cfg.rollout.n)]
         episodes = []
-        for i, task in enumerate(chosen):
-            for j in range(self.cfg.rollout.n):
-                ep_seed = seed + 1000 * i + j
-                env = self.bench.make_env(task, self.live.snapshot, seed=ep_seed, llm=self.llm)
-                episodes.append(start_episode(self.models, env, self.bench.system_prompt(task),
-                                              seed=ep_seed))
+        for i, j, task in D.shard(pairs, self.dist):
+            ep_seed = seed + 1000 * i + j
+            env = self.bench.make_env(task, self.live.snapshot, seed=ep_seed, llm=self.llm)
+            episodes.append(start_episode(self.models, env, self.bench.system_prompt(task),
+                                          seed=ep_seed))
         return episodes
 
     def run_step(self, step: int) -> dict[str, Any] | None:
         """One PPO step; None when a stop was requested mid-rollout (nothing is changed then)."""
         t_start = time.perf_counter()
-        reseed(step_seed(self.cfg.trainer.seed, step))
+        seed = step_seed(self.cfg.trainer.seed, step)
+        # each process samples its own episodes, so its own stream (one process: today's seed)
+        reseed(D.seed_for(seed, self.dist) % (2**31 - 1) if self.dist.active else seed)
         coefs = self.coefficients()
         episodes = self.make_episodes(step)
+        self._sync_rollout_policy()
         r = self.cfg.rollout
         stats = rollout(self.models, episodes, max_turns=r.max_turns,
                         response_length=r.response_length, temperature=r.temperature,
                         top_p=r.top_p, max_episode_tokens=r.max_episode_tokens,
                         should_stop=lambda: self.stop_requested)
-        if self.stop_requested:
+        # a SIGTERM may have reached some processes only: agree before the collective update
+        if D.any_true(self.stop_requested, self.dist):
+            self.stop_requested = True
             return None
         score_stats = rewards.ScoreStats()
         records = [ep.record() for ep in episodes]
@@ -237,10 +369,13 @@ class Trainer:
             rec["return"] = sum(t["reward"] for t in rec["turns"])
         batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id)
         t_update = time.perf_counter()
-        score_batch(self.models, batch, self.cfg)
+        total = self.cfg.episodes_per_step if self.dist.active else None
+        score_batch(self.models, batch, self.cfg, self.dist, total)
         upd = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg, coefs,
-                         seed=step_seed(self.cfg.trainer.seed, step))
+                         seed=seed, info=self.dist, global_size=total)
         update_s = time.perf_counter() - t_update
+        records, stats, score_stats, tokens, peak = self._gather(
+            records, stats, score_stats, int(batch.lengths.sum()))
         out = episode_metrics(records)
         out.update(upd)
         out.update({"step": step, "time": time.time(), "workspace/commit": self.live.commit,
@@ -254,14 +389,39 @@ class Trainer:
                     "perf/update_s": update_s,
                     "perf/rollout_tokens_per_s": stats.generated_tokens / max(stats.generate_s, 1e-9),
                     # every token the update forwards (prompt, observations, actions), as verl
-                    "perf/update_tokens_per_s": int(batch.lengths.sum()) * self.cfg.actor.ppo_epochs
+                    "perf/update_tokens_per_s": tokens * self.cfg.actor.ppo_epochs
                     / max(update_s, 1e-9),
                     "perf/generated_tokens": stats.generated_tokens,
-                    "perf/peak_mem_mb": peak_memory_mb()})
+                    "perf/peak_mem_mb": peak})
         for name, value in score_stats.per_module.items():
             out[f"reward/module/{name}"] = value / max(len(records), 1)
-        self.write_trajectories(step, records)
+        if self.main:
+            self.write_trajectories(step, records)
         return out
+
+    def _gather(self, records: list[dict[str, Any]], stats: RolloutStats,
+                score_stats: rewards.ScoreStats, tokens: int):
+        """The step's records in global episode order and its counts over all processes
+        (sums; times and peak memory: the largest)."""
+        if not self.dist.active:
+            return records, stats, score_stats, tokens, peak_memory_mb()
+        parts = D.gather_objects((records, stats, score_stats, tokens, peak_memory_mb()),
+                                 self.dist)
+        world = self.dist.world_size
+        merged: list[Any] = [None] * sum(len(p[0]) for p in parts)
+        for rank, part in enumerate(parts):
+            for k, rec in enumerate(part[0]):
+                merged[k * world + rank] = rec
+        st = RolloutStats(generated_tokens=sum(p[1].generated_tokens for p in parts),
+                          generate_s=max(p[1].generate_s for p in parts),
+                          env_s=max(p[1].env_s for p in parts),
+                          turns=sum(p[1].turns for p in parts))
+        sc = rewards.ScoreStats(errors=sum(p[2].errors for p in parts),
+                                calls=sum(p[2].calls for p in parts))
+        for p in parts:
+            for name, value in p[2].per_module.items():
+                sc.per_module[name] = sc.per_module.get(name, 0.0) + value
+        return merged, st, sc, sum(p[3] for p in parts), max(p[4] for p in parts)
 
     def write_trajectories(self, step: int, records: list[dict[str, Any]]) -> None:
         path = self.files.trajectory_path(step)
@@ -271,13 +431,23 @@ class Trainer:
 
     # ---- checkpoints ----------------------------------------------------------------------
     def save(self, reason: str) -> None:
+        if self.dist.active:
+            # whole state dicts gathered from every process (collective), in the one-process
+            # format (same names, integer optimiser ids); rank 0 alone writes them
+            tensors = {"policy": D.full_state_dict(self.models.policy, self.dist),
+                       "critic": D.full_state_dict(self.models.critic, self.dist),
+                       "actor_optim": D.full_optim_state_dict(self.actor_opt, self.dist),
+                       "critic_optim": D.full_optim_state_dict(self.critic_opt, self.dist)}
+            if not self.main:
+                return
+        else:
+            tensors = {"policy": self.models.policy.state_dict(),
+                       "critic": self.models.critic.state_dict(),
+                       "actor_optim": self.actor_opt.state_dict(),
+                       "critic_optim": self.critic_opt.state_dict()}
         try:
             folder = checkpoint.save(
-                self.files.checkpoints, self.step,
-                {"policy": self.models.policy.state_dict(),
-                 "critic": self.models.critic.state_dict(),
-                 "actor_optim": self.actor_opt.state_dict(),
-                 "critic_optim": self.critic_opt.state_dict()},
+                self.files.checkpoints, self.step, tensors,
                 {"commit": self.live.commit, "failed_commits": sorted(self.failed_commits),
                  "time": time.time()},
                 keep=self.cfg.trainer.keep_checkpoints)
@@ -301,16 +471,25 @@ class Trainer:
         self.files.event("checkpoint", step=self.step, path=str(folder.relative_to(self.files.dir)),
                          reason=reason)
 
-    def _resume(self) -> int | None:
+    def _read_checkpoint(self) -> tuple[dict, dict, dict] | None:
+        """(state dicts, meta, RNG state) of the newest whole checkpoint, or None. Every process
+        reads the same folder (rank 0 removed partial ones before the barrier; none is being
+        written now)."""
         folder = checkpoint.latest(self.files.checkpoints)
         if folder is None:
             return None
-        tensors, meta, rng = checkpoint.load(
-            folder, ["policy", "critic", "actor_optim", "critic_optim"])
-        self.models.policy.load_state_dict(tensors["policy"])
-        self.models.critic.load_state_dict(tensors["critic"])
-        self.actor_opt.load_state_dict(tensors["actor_optim"])
-        self.critic_opt.load_state_dict(tensors["critic_optim"])
+        return checkpoint.load(folder, ["policy", "critic", "actor_optim", "critic_optim"])
+
+    def _resume(self, saved: tuple[dict, dict, dict]) -> int:
+        """The optimisers, RNG, step and snapshot of a read checkpoint (weights are loaded
+        before the wrapping, in __init__)."""
+        tensors, meta, rng = saved
+        if self.dist.active:          # FSDP: each whole state tensor split like its parameter
+            D.load_full_optim_state_dict(self.actor_opt, tensors["actor_optim"], self.dist)
+            D.load_full_optim_state_dict(self.critic_opt, tensors["critic_optim"], self.dist)
+        else:
+            self.actor_opt.load_state_dict(tensors["actor_optim"])
+            self.critic_opt.load_state_dict(tensors["critic_optim"])
         checkpoint.set_rng_state(rng)
         self.step = int(meta["step"])
         self.failed_commits = set(meta.get("failed_commits", []))
@@ -329,38 +508,49 @@ class Trainer:
                 path.unlink()
 
     # ---- the loop -------------------------------------------------------------------------
+    def _stop_agreed(self) -> bool:
+        """A stop requested on any process (SIGTERM) is a stop on all, at this step boundary."""
+        self.stop_requested = D.any_true(self.stop_requested, self.dist)
+        return self.stop_requested
+
     def run(self, stop_at: int | None = None) -> int:
         """Train until trainer.total_steps (or `stop_at`), SIGTERM, or an error; exit code."""
-        heartbeat = Heartbeat(self.files, self.cfg.trainer.heartbeat_s).start()
+        heartbeat = Heartbeat(self.files, self.cfg.trainer.heartbeat_s).start() \
+            if self.main else None
         if self.watcher is not None:
             self.watcher.start()
         last_saved = self.step
         try:
             end = self.cfg.trainer.total_steps if stop_at is None else min(
                 stop_at, self.cfg.trainer.total_steps)
-            while self.step < end and not self.stop_requested:
+            while self.step < end and not self._stop_agreed():
                 self.maybe_reload()
                 record = self.run_step(self.step + 1)
                 if record is None:
                     break
                 self.step += 1
-                self.files.metric(record)
-                print(f"step {self.step}: reward {record['reward/mean']:.3f} "
-                      f"turns {record['episode/turns']:.1f} {record['perf/step_s']:.1f}s "
-                      f"commit {record['workspace/commit'][:8] or '-'}", file=sys.stderr,
-                      flush=True)
+                if self.main:
+                    self.files.metric(record)
+                    print(f"step {self.step}: reward {record['reward/mean']:.3f} "
+                          f"turns {record['episode/turns']:.1f} {record['perf/step_s']:.1f}s "
+                          f"commit {record['workspace/commit'][:8] or '-'}", file=sys.stderr,
+                          flush=True)
                 freq = self.cfg.trainer.save_freq
                 if freq > 0 and self.step % freq == 0:
                     self.save("save_freq")
                     last_saved = self.step
-            if last_saved != self.step or checkpoint.latest(self.files.checkpoints) is None:
+            # rank 0's view of the folder decides (saving is collective)
+            none_yet = self.main and checkpoint.latest(self.files.checkpoints) is None
+            if last_saved != self.step or D.broadcast_object(none_yet, self.dist):
                 self.save("sigterm" if self.stop_requested else "end")
-            self.files.event("finished", step=self.step,
-                             reason="sigterm" if self.stop_requested else "total_steps"
-                             if self.step >= self.cfg.trainer.total_steps else "stop_at")
+            if self.main:
+                self.files.event("finished", step=self.step,
+                                 reason="sigterm" if self.stop_requested else "total_steps"
+                                 if self.step >= self.cfg.trainer.total_steps else "stop_at")
             return 0
         finally:
-            heartbeat.stop()
+            if heartbeat is not None:
+                heartbeat.stop()
             if self.watcher is not None:
                 self.watcher.stop()
             self.live.close()
@@ -401,7 +591,10 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.trainer",
                                      description="EAU's PPO trainer: run one training run folder.")
-    parser.add_argument("--run", required=True, help="run folder holding config.json")
+    # --run-dir: the same; under torchrun `--run` would be read as an abbreviation of torchrun's
+    # own --run-path (its parser sees every option, even those after the module name)
+    parser.add_argument("--run", "--run-dir", dest="run", required=True,
+                        help="run folder holding config.json")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the newest whole checkpoint of the run")
     parser.add_argument("--stop-at", type=int, default=None,
@@ -413,6 +606,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     trainer = None
+    rank0 = int(os.environ.get("RANK", "0")) == 0      # torchrun: rank 0 alone writes events
 
     def on_term(signum, frame):
         if trainer is not None:
@@ -423,14 +617,18 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         trainer = Trainer(args.run, resume=args.resume)
-        return trainer.run(stop_at=args.stop_at)
+        code = trainer.run(stop_at=args.stop_at)
+        D.shutdown(trainer.dist)
+        return code
     except (ConfigError, ModelLoadError, live.SnapshotError) as exc:
-        files.event("crashed", error=str(exc), step=trainer.step if trainer else 0)
+        if rank0:
+            files.event("crashed", error=str(exc), step=trainer.step if trainer else 0)
         print(f"trainer: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
-        files.event("crashed", error=f"{type(exc).__name__}: {exc}",
-                    traceback=traceback.format_exc(), step=trainer.step if trainer else 0)
+        if rank0:
+            files.event("crashed", error=f"{type(exc).__name__}: {exc}",
+                        traceback=traceback.format_exc(), step=trainer.step if trainer else 0)
         raise
 
 
