@@ -8,6 +8,11 @@ whole checkpoint (at most `max_restarts` times; a crash before any checkpoint st
 `stop()` sends SIGTERM: the trainer checkpoints the last finished step, then exits 0.
 The trainer runs at normal priority while gate, hooks and sessions yield to it
 (orchestrator/priority.py): it must be started from a thread that was not lowered.
+
+With `trainer.nproc_per_node` N > 1 in the run's config.json the trainer runs as N processes
+(issue 11): `python -m torch.distributed.run --standalone --nproc_per_node N -m training.trainer
+--run-dir DIR ...`; torchrun forwards SIGTERM to every process and waits `--shutdown_timeout`
+for their checkpoint before it kills them.
 """
 from __future__ import annotations
 
