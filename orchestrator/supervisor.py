@@ -11,8 +11,9 @@ The trainer runs at normal priority while gate, hooks and sessions yield to it
 
 With `trainer.nproc_per_node` N > 1 in the run's config.json the trainer runs as N processes
 (issue 11): `python -m torch.distributed.run --standalone --nproc_per_node N -m training.trainer
---run-dir DIR ...`; torchrun forwards SIGTERM to every process and waits `--shutdown_timeout`
-for their checkpoint before it kills them.
+--run-dir DIR ...`; stop() sends SIGTERM to each worker process (each checkpoints; torchrun then
+exits 0). A SIGTERM to torchrun itself is forwarded to them too, with `--shutdown_timeout` for
+their checkpoint before it kills them.
 """
 from __future__ import annotations
 
@@ -148,13 +149,32 @@ class Supervisor:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
         try:
-            os.kill(self.proc.pid, signal.SIGTERM)
+            for pid in self._trainer_pids():
+                os.kill(pid, signal.SIGTERM)
             return self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             self._kill()
             return self.proc.returncode
         except ProcessLookupError:
             return self.proc.poll()
+
+    def _trainer_pids(self) -> list[int]:
+        """Whom stop() signals: the trainer; under torchrun its worker processes, so that each
+        checkpoints and exits 0 and torchrun then exits 0 too (signalled itself, torchrun
+        forwards the signal but exits 1). Falls back to the launched process."""
+        if self.proc is None:
+            return []
+        if self.nproc() > 1:
+            try:
+                kids = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+                pids = [int(x) for x in kids.split()]
+                mine = [c for c in pids if str(self.run_dir) in Path(f"/proc/{c}/cmdline")
+                        .read_bytes().decode(errors="replace")]
+                if mine:
+                    return mine
+            except (OSError, ValueError):
+                pass
+        return [self.proc.pid]
 
     def _kill(self) -> None:
         if self.proc is None:
