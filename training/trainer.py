@@ -405,8 +405,11 @@ class Trainer:
         (sums; times and peak memory: the largest)."""
         if not self.dist.active:
             return records, stats, score_stats, tokens, peak_memory_mb()
-        parts = D.gather_objects((records, stats, score_stats, tokens, peak_memory_mb()),
-                                 self.dist)
+        parts = D.gather_objects((records, stats, score_stats, tokens, peak_memory_mb(),
+                                  self.live.commit), self.dist)
+        if len({p[5] for p in parts}) != 1:   # maybe_reload's agreement broken: never train on
+            raise RuntimeError("processes trained one step on different workspace commits: "
+                               + ", ".join(p[5][:12] or "-" for p in parts))
         world = self.dist.world_size
         merged: list[Any] = [None] * sum(len(p[0]) for p in parts)
         for rank, part in enumerate(parts):
