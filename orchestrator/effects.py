@@ -61,15 +61,28 @@ class Effect:
     metric: str
     direction: str        # "up" | "down": which way is good for this metric
     window: int
-    before: float
-    after: float
-    delta: float
-    noise_floor: float
-    label: str            # helped | harmed | inconclusive
+    before: float | None
+    after: float | None
+    delta: float | None
+    noise_floor: float | None
+    label: str            # helped | harmed | inconclusive | unmeasured (the run ended first)
+    reason: str = ""      # why an effect is unmeasured
 
     def ledger_line(self) -> dict[str, Any]:
         # "noise" is the ledger's name for the floor (orchestrator.ledger, issue 2)
-        return {"type": "effect", **asdict(self), "noise": self.noise_floor}
+        line = {"type": "effect", **asdict(self), "noise": self.noise_floor}
+        if not self.reason:
+            del line["reason"]
+        return line
+
+
+def unmeasured_reason(metrics: list[dict[str, Any]], step: int, metric: str, window: int) -> str:
+    """Why `measure` gave None: how many values of the metric the run logged on either side."""
+    series = [s for s, v in diagnostics.metric_series(metrics, metric) if math.isfinite(v)]
+    before = sum(s < step for s in series)
+    after = sum(s >= step for s in series)
+    return (f"the run ended with {metric} logged {before} time(s) before step {step} (2 needed) "
+            f"and {after} time(s) from it on ({window} needed)")
 
 
 def noise_floor(values: list[float], window: int) -> float:
@@ -83,14 +96,18 @@ def noise_floor(values: list[float], window: int) -> float:
 
 def measure(metrics: list[dict[str, Any]], step: int, metric: str, direction: str,
             window: int = DEFAULT_WINDOW) -> tuple[float, float, float, float, str] | None:
-    """(before, after, delta, floor, label) for a change applied at `step`; None until W steps follow.
+    """(before, after, delta, floor, label) for a change applied at `step`; None until W values
+    follow.
 
     The change applied at step s first shapes the episodes of step s (DESIGN.md: applied at the
-    step boundary), so "before" is steps [s-W, s) and "after" is [s, s+W).
+    step boundary), so "before" is the last W values logged before step s and "after" the first W
+    logged from step s on. For a metric logged every step these are steps [s-W, s) and [s, s+W);
+    a per-gym metric is logged only at the steps whose batch held that gym (small batches skip
+    gyms), and is then compared over its W nearest observations on either side.
     """
     series = [(s, v) for s, v in diagnostics.metric_series(metrics, metric) if math.isfinite(v)]
-    before = [v for s, v in series if step - window <= s < step]
-    after = [v for s, v in series if step <= s < step + window]
+    before = [v for s, v in series if s < step][-window:]
+    after = [v for s, v in series if s >= step][:window]
     if len(after) < window or len(before) < 2:
         return None
     b, a = statistics.fmean(before), statistics.fmean(after)
@@ -148,8 +165,11 @@ def target_of(message: str, changed: dict[str, tuple[Any, Any]], gyms: list[str]
 # ------------------------------------------------------------------- updating the ledger
 
 def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | str,
-                   window: int = DEFAULT_WINDOW) -> list[Effect]:
-    """Measure every applied commit of this run that has W steps after it and no effect line yet."""
+                   window: int = DEFAULT_WINDOW, *, final: bool = False) -> list[Effect]:
+    """Measure every applied commit of this run that has W steps after it and no effect line yet.
+
+    final=True (the run has ended): a commit that still cannot be measured gets an "unmeasured"
+    line saying why, so `orchestrator log` shows a reason instead of an empty column."""
     from orchestrator.agents import gitops   # git lives behind one module
 
     exp_dir, run_dir = Path(exp_dir), Path(run_dir)
@@ -171,8 +191,13 @@ def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | s
         metric, direction = target_of(msg, changed, gyms)
         result = measure(metrics, step, metric, direction, window)
         if result is None:
-            continue
-        effect = Effect(commit, run_dir.name, step, metric, direction, window, *result)
+            if not final:
+                continue
+            effect = Effect(commit, run_dir.name, step, metric, direction, window, None, None,
+                            None, None, "unmeasured",
+                            unmeasured_reason(metrics, step, metric, window))
+        else:
+            effect = Effect(commit, run_dir.name, step, metric, direction, window, *result)
         ledger_append(exp_dir, effect.ledger_line())
         done.add((commit, run_dir.name))
         new.append(effect)

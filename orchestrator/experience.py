@@ -117,8 +117,8 @@ def record_effects(exp_dir: Path | str, bench: str, workspace: Path | str,
             if isinstance(r.get("evidence"), dict)}
     written = []
     for e in effects.ledger_read(exp_dir, "effect"):
-        if (e["commit"], e["run"]) in seen:
-            continue
+        if (e["commit"], e["run"]) in seen or e.get("label") == "unmeasured":
+            continue                                  # nothing was learnt from an unmeasured one
         try:
             parents = gitops.git(workspace, "rev-list", "--parents", "-n1", e["commit"]).split()[1:]
             old = gitops.knobs_at(workspace, parents[0]) if parents else {}

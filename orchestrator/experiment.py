@@ -277,7 +277,7 @@ class Loop:
             ended = self.run.name
             if self.handle_control():       # the last session asked for another run
                 return None
-            self.close_run()
+            self.close_run(final=st.state == FINISHED)
             self.exp.set_run_state(ended, st.state, ended_step=st.step, end_reason=st.reason)
             return st.state
         if self.stop_event.is_set():
@@ -288,10 +288,13 @@ class Loop:
             return STOPPED
         return None
 
-    def close_run(self) -> None:
-        """Last measurements of the run; the built-in agent files what they show in the pool."""
+    def close_run(self, final: bool = False) -> None:
+        """Last measurements of the run; the built-in agent files what they show in the pool.
+        final: the run reached its last step (a stopped or crashed run may still be resumed), so
+        what cannot be measured now never will be, and is recorded as unmeasured with the reason."""
         ledger.sync_applied(self.exp.dir)
-        effects.update_effects(self.exp.dir, self.run, self.exp.ws.path, self.opts.window)
+        effects.update_effects(self.exp.dir, self.run, self.exp.ws.path, self.opts.window,
+                               final=final)
         if self.opts.agent == "builtin":
             experience.record_effects(self.exp.dir, self.exp.meta["bench"], self.exp.ws.path)
 

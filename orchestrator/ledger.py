@@ -4,7 +4,7 @@ Every line has "type" and "ts" (UNIX seconds). Types (issue 2):
   verdict  {commit, parent, author, author_kind: "agent"|"person", agent, session, files,
             knob_changes: [{path, old, new}], verdict: "accepted"|"rejected", reasons, reverted_by}
   applied  {commit, run, step}            copied from a trainer's events.jsonl
-  effect   {commit, metric, before, after, delta, noise, label: "helped"|"harmed"|"inconclusive"}
+  effect   {commit, metric, before, after, delta, noise, label: "helped"|"harmed"|"inconclusive"|"unmeasured", reason}
   session  {...}                          a meta-agent session (orchestrator.agents)
   control  {...}                          a restart/resume request and what became of it
 

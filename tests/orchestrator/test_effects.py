@@ -76,3 +76,31 @@ def test_update_effects_writes_ledger_lines_once_and_findings(tmp_path, monkeypa
     assert finding["evidence"]["effect"] == "helped" and finding["evidence"]["run"] == "run-001"
     assert "env.colbench.max_steps" in experience.index(bench="colbench")
     assert experience.read_findings(bench="tau2") == []
+
+
+def test_sparse_per_gym_metric_is_compared_over_its_nearest_observations():
+    # success/travel is logged only at the steps whose small batch held a travel task
+    sparse = [{"step": s, "success/travel": 0.1 if s < 10 else 0.9} for s in (1, 4, 6, 9, 12, 15)]
+    dense_only = [{"step": s, "reward/mean": 0.0} for s in range(1, 16)]
+    metrics = sorted(sparse + dense_only, key=lambda r: r["step"])
+    before, after, delta, floor, label = effects.measure(metrics, 10, "success/travel", "up", window=2)
+    assert (before, after) == (0.1, 0.9) and label == "helped"
+    # two observations after step 10 exist, three are needed
+    assert effects.measure(metrics, 10, "success/travel", "up", window=3) is None
+
+
+def test_a_finished_run_records_why_an_effect_could_not_be_measured(tmp_path, monkeypatch):
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp = tmp_path / "exp"
+    ws = make_workspace(exp / "workspace")
+    sha = _commit(ws, "env.colbench.max_steps", 14, "Raise\n\nWhy: x\nExpect: success/colbench rises")
+    run = write_run(exp / "run-001", 8, metric_fn=lambda s, r: {"success/colbench": 0.1})
+    add_event(run, event="applied", commit=sha, step=7)
+    assert effects.update_effects(exp, run, ws, window=3) == []          # the run may go on
+    (e,) = effects.update_effects(exp, run, ws, window=3, final=True)
+    assert e.label == "unmeasured" and e.before is None
+    assert "logged 6 time(s) before step 7 (2 needed) and 2 time(s) from it on (3 needed)" in e.reason
+    line = effects.ledger_read(exp, "effect")[0]
+    assert line["label"] == "unmeasured" and "3 needed" in line["reason"]
+    assert effects.update_effects(exp, run, ws, window=3, final=True) == []   # once
+    assert experience.record_effects(exp, "colbench", ws) == []          # nothing was learnt
