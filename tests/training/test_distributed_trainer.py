@@ -7,8 +7,9 @@ the one-process format, so a one-process run resumes it and continues as one pro
 
 Rollouts are greedy (rollout.temperature 0), so both runs roll out the same episodes whatever
 the sampling seeds (each process has its own; one process has another). The toy bench's user
-and arms are seeded per episode from the global episode index. Two mini-batches per step, so a
-process may hold none of a mini-batch's rows (its zero-weight passes are exercised).
+and arms are seeded per episode from the global episode index. Two mini-batches of 2 of the 4
+episodes per step; in steps 1 and 2 each lies wholly on one process (permutations of seed 0), so
+the other runs zero-weight passes to keep the collectives in step.
 
 Tolerance: every parameter within atol 2e-4 (+ rtol 1e-3) of the one-process run after two PPO
 steps at lr 1e-3 (Adam), and again after a third step resumed from the two-process checkpoint.
