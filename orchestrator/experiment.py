@@ -360,6 +360,71 @@ def stop_orphan_trainer(exp: Experiment, wait_s: float = 120.0) -> int | None:
     return pid
 
 
+ORCHESTRATOR_IDENTITY = ("EAU orchestrator", "orchestrator@eau.local")
+
+
+def _pin_strategy_mix(node: Any, gyms: set[str]) -> None:
+    """Every `strategy_mix` property of the knobs schema for one of `gyms` gets maximum 0
+    (narrowing, not widening)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if (key == "strategy_mix" and isinstance(value, dict) and "maximum" in value
+                    and gyms & set(value.get("x-gyms", gyms))):
+                value["maximum"] = 0
+            else:
+                _pin_strategy_mix(value, gyms)
+    elif isinstance(node, list):
+        for value in node:
+            _pin_strategy_mix(value, gyms)
+
+
+def pin_generic_baseline(exp: Experiment) -> None:
+    """The generic meta-agent baseline (paper section 5.4, table 4; skills/generic/PROMPT.md) has no
+    symbolic user: one commit by the orchestrator, judged by the gate like any other, sets
+    user.<gym>.strategy_mix to 0 for every gym and narrows the schema's maximum to 0, so no
+    session can bring the symbolic arm back (for the gyms of the experiment's bench). Done once per
+    experiment, before its first run."""
+    if exp.meta.get("generic_pinned"):
+        return
+    if exp.runs:
+        raise UserError(f"experiment {exp.dir.name} already ran with the EAU skill: start the "
+                        "generic baseline as a new experiment (--exp ANOTHER_NAME).")
+    knobs_path = exp.ws.path / "knobs.json"
+    schema_path = exp.ws.path / "schema" / "knobs.schema.json"
+    from orchestrator.gate_context import GateContext
+
+    gyms = set(GateContext.for_experiment(exp.dir).bench_gyms())   # the gate refuses the others
+    knobs = json.loads(knobs_path.read_text())
+    for gym, gym_knobs in knobs.get("user", {}).items():
+        if gym in gyms and isinstance(gym_knobs, dict) and "strategy_mix" in gym_knobs:
+            gym_knobs["strategy_mix"] = 0.0
+    schema = json.loads(schema_path.read_text())
+    _pin_strategy_mix(schema, gyms)
+    knobs_path.write_text(json.dumps(knobs, indent=2) + "\n")
+    schema_path.write_text(json.dumps(schema, indent=2) + "\n")
+    from orchestrator import gate
+    from orchestrator.workspace import GitError
+
+    try:
+        sha = exp.ws.commit_all(
+            "Generic meta-agent baseline: no symbolic user\n\n"
+            "Why: the generic baseline of paper table 4 trains against the LLM user alone; "
+            "user.<gym>.strategy_mix is 0 for every gym and its schema maximum is narrowed to 0.\n"
+            "Expect: user/symbolic_frac falls to 0.\n\n"
+            "Eau-Author: human\n", ORCHESTRATOR_IDENTITY)
+    except GitError as exc:
+        exp.ws.run("checkout", "--", "knobs.json", "schema/knobs.schema.json", check=False)
+        raise UserError(f"the generic baseline's workspace commit was refused: {exc}") from None
+
+    verdicts = {v.commit: v for v in gate.judge_pending(exp.dir, exp.ws)}
+    verdict = verdicts.get(sha)
+    if verdict is None or not verdict.accepted:
+        reasons = "; ".join(verdict.reasons) if verdict is not None else "not judged"
+        raise UserError(f"the generic baseline's workspace commit was refused by the gate: {reasons}")
+    exp.meta["generic_pinned"] = sha
+    exp.save()
+
+
 def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
                    stop: threading.Event | None = None,
                    on_tick: Callable[[dict[str, Any]], None] | None = None) -> tuple[Experiment, str]:
@@ -369,5 +434,7 @@ def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
     if opts.agent == "command" and not opts.agent_cmd:
         raise UserError("--agent command needs --agent-cmd \"PROGRAM ARGS\".")
     exp = Experiment.open_or_create(name, opts.bench, runs_dir, opts.max_runs)
+    if opts.skill == "generic":
+        pin_generic_baseline(exp)
     final = Loop(exp, opts, stop, on_tick)()
     return exp, final
