@@ -230,3 +230,27 @@ def test_two_processes_reload_and_stop_together(tmp_path, tiny_model_dir):
     finally:
         if sup.proc is not None and sup.proc.poll() is None:
             sup._kill()
+
+
+@pytest.mark.gpu
+def test_torchrun_world_size_one_fsdp_trainer_on_gpu(tmp_path, tiny_model_dir):
+    """Issue 11: the trainer's parallel path through torchrun on one GPU (the device machine; never
+    CI) trains exactly as the plain one-process trainer on the same GPU."""
+    import subprocess
+
+    runs = {}
+    for name, parallel in (("plain", "none"), ("torchrun", "fsdp")):
+        ws = write_workspace(tmp_path / f"ws-{name}")
+        run = runs[name] = tmp_path / name
+        write_run(run, workspace_dir=ws, model_dir=tiny_model_dir,
+                  overrides={**OVERRIDES, "trainer.total_steps": 2, "trainer.parallel": parallel,
+                             "model.device": "cuda"})
+        head = ([sys.executable, "-m", "training.trainer"] if name == "plain" else
+                [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                 "--nproc_per_node", "1", "-m", "training.trainer"])
+        proc = subprocess.run(head + ["--run-dir", str(run)], capture_output=True, text=True,
+                              timeout=300, cwd=Path(__file__).resolve().parents[2])
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [r["step"] for r in metrics.read_lines(runs["torchrun"] / "metrics.jsonl")] == [1, 2]
+    for n in ("policy", "critic"):
+        _assert_close(_state(runs["torchrun"], 2, n), _state(runs["plain"], 2, n), f"gpu {n}")
