@@ -318,7 +318,7 @@ def hook_main(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from orchestrator import priority
-    priority.lower_this_thread()      # a hook yields the CPU to the trainer (orchestrator/priority.py)
+    priority.lower_this_thread("nice")   # a hook yields the CPU to the trainer (orchestrator/priority.py)
     p = argparse.ArgumentParser(prog="python -m orchestrator.gate")
     p.add_argument("--hook", choices=("pre-commit", "commit-msg"), required=True)
     p.add_argument("--exp-dir", default=os.environ.get("EAU_EXP_DIR"))

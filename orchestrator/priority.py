@@ -1,19 +1,21 @@
 """CPU priority of background work: the trainer first (issue 9, item 7).
 
-Gate judging (the watcher thread), meta-agent sessions (their CLI, its git commands and hooks) and
-the git hooks themselves yield the CPU to the trainer: they lower the calling *thread* (on Linux
-`sched_setscheduler(0, ...)` and `setpriority(PRIO_PROCESS, 0, ...)` act on the calling thread,
-not the whole process) and every process started from it inherits the lower priority. The
-trainer is started from the orchestrator's main thread, which is never lowered, and keeps its
+Meta-agent sessions, the gate and the git hooks yield the CPU to the trainer. They lower the
+calling *thread* (on Linux `sched_setscheduler(0, ...)` and `setpriority(PRIO_PROCESS, 0, ...)` act
+on the calling thread, not the whole process) and every process started from it inherits that.
+Two levels:
+- "idle" for a session's thread (the agent's CLI, its git commands and hooks): `SCHED_IDLE`, CPU
+  time nothing of normal priority wants; the agent works slower on a busy machine;
+- "nice" for the gate (the watcher thread, a person's git hooks): nice 19, a small share that is
+  always there, so every commit is still judged (and a person's `git commit` still ends) while the
+  trainer or anything else keeps the CPUs busy. A process already at SCHED_IDLE stays there.
+The trainer is started from the orchestrator's main thread, which is never lowered, and keeps its
 normal priority; `Supervisor.start` checks that (`restore_preexec`).
 
-`EAU_BACKGROUND_PRIORITY` chooses how:
-- `idle` (default): `SCHED_IDLE`, runs only on CPU time nothing else of normal priority wants;
-- `nice`: nice 19 under the normal scheduler (still a small share when the CPUs are busy);
-- `off`: no change.
-An unprivileged process cannot undo either (leaving SCHED_IDLE, or lowering nice again, needs
-CAP_SYS_NICE or an RLIMIT_NICE allowance; Linux refuses it by default), which is why only threads
-that never start the trainer are lowered. On other systems every function here does nothing.
+`EAU_BACKGROUND_PRIORITY`: `idle` (default, the levels above), `nice` (nice 19 for sessions too),
+`off` (no change). An unprivileged process cannot undo either (leaving SCHED_IDLE, or lowering
+nice again, needs CAP_SYS_NICE or an RLIMIT_NICE allowance; Linux refuses it by default), which is
+why only threads that never start the trainer are lowered. Elsewhere than Linux nothing changes.
 """
 from __future__ import annotations
 
@@ -39,13 +41,19 @@ def supported() -> bool:
     return sys.platform.startswith("linux") and hasattr(os, "sched_setscheduler")
 
 
-def lower_this_thread() -> str:
-    """Lower the calling thread (and what it starts from now on); returns what was done:
-    "idle", "nice", or "" (switched off, not Linux, or refused)."""
+def lower_this_thread(level: str = "idle") -> str:
+    """Lower the calling thread (and what it starts from now on) to `level` ("idle" or "nice",
+    capped by EAU_BACKGROUND_PRIORITY); returns what it runs at now: "idle", "nice", or ""
+    (switched off, not Linux, or refused)."""
     m = mode()
     if m == "off" or not supported():
         return ""
-    if m == "idle":
+    try:
+        if os.sched_getscheduler(0) == os.SCHED_IDLE:
+            return "idle"              # e.g. a hook of an agent's commit: already below nice
+    except OSError:
+        pass
+    if m == "idle" and level == "idle":
         try:
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
             return "idle"

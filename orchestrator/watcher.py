@@ -75,7 +75,7 @@ class GateWatcher:
         self.stop()
 
     def _loop(self) -> None:
-        priority.lower_this_thread()          # this thread only: the trainer comes first
+        priority.lower_this_thread("nice")    # this thread only: the trainer comes first
         last = None
         while not self._stop.is_set():
             self._wake.wait(self.poll_s)
@@ -84,10 +84,10 @@ class GateWatcher:
             if self._wake.is_set():
                 self._wake.clear()
                 self._stop.wait(self.debounce_s)      # let a burst of ref updates settle
-            head = self.ws.main()
-            if head == last:
-                continue
             try:
+                head = self.ws.main()                 # a git error here must not end the thread
+                if head == last:
+                    continue
                 self.judged += gate.judge_pending(self.exp_dir, self.ws)
                 last = self.ws.main()
             except Exception as exc:                  # keep watching; the next change retries

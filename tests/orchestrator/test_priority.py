@@ -1,6 +1,7 @@
-"""Background work yields the CPU to the trainer (orchestrator/priority.py; issue 9, item 7): the
-gate watcher's thread, a session's thread and what it starts, and the git hooks run at SCHED_IDLE
-on Linux, the trainer does not; EAU_BACKGROUND_PRIORITY=off switches it off."""
+"""Background work yields the CPU to the trainer (orchestrator/priority.py; issue 9, item 7): a
+session's thread and what it starts run at SCHED_IDLE on Linux, the gate watcher's thread and the
+git hooks at nice 19 (an agent's hooks stay at SCHED_IDLE), the trainer at normal priority;
+EAU_BACKGROUND_PRIORITY=off switches it off."""
 from __future__ import annotations
 
 import os
@@ -53,7 +54,10 @@ def test_lowered_thread_and_its_children_idle_main_thread_untouched(monkeypatch)
 
 def test_nice_mode_and_off_switch(monkeypatch):
     monkeypatch.setenv(priority.ENV, "nice")
-    done, child = in_thread(lambda: (priority.lower_this_thread(), child_policy()))
+    done, child = in_thread(lambda: (priority.lower_this_thread("idle"), child_policy()))
+    assert done == "nice" and child == (os.SCHED_OTHER, 19)
+    monkeypatch.delenv(priority.ENV)
+    done, child = in_thread(lambda: (priority.lower_this_thread("nice"), child_policy()))
     assert done == "nice" and child == (os.SCHED_OTHER, 19)
     monkeypatch.setenv(priority.ENV, "off")
     done, child = in_thread(lambda: (priority.lower_this_thread(), child_policy()))
@@ -76,38 +80,52 @@ def test_session_thread_and_its_cli_run_idle(monkeypatch):
     assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
-def test_gate_watcher_thread_runs_idle_unless_switched_off(tmp_path, monkeypatch):
-    for value, want in ((None, os.SCHED_IDLE), ("off", os.SCHED_OTHER)):
+def test_gate_watcher_thread_runs_at_nice_19_unless_switched_off(tmp_path, monkeypatch):
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    for value, want in ((None, 19), ("off", base)):
         if value is None:
             monkeypatch.delenv(priority.ENV, raising=False)
         else:
             monkeypatch.setenv(priority.ENV, value)
-        exp = make_experiment(tmp_path / (value or "idle"))
+        exp = make_experiment(tmp_path / (value or "on"))
         watcher = GateWatcher(exp, poll_s=0.2).start()
         try:
             tid = watcher._thread.native_id
             deadline = time.time() + 5
-            while os.sched_getscheduler(tid) != want and time.time() < deadline:
+            while os.getpriority(os.PRIO_PROCESS, tid) != want and time.time() < deadline:
                 time.sleep(0.05)
-            assert os.sched_getscheduler(tid) == want
+            assert os.getpriority(os.PRIO_PROCESS, tid) == want
+            assert os.sched_getscheduler(tid) == os.SCHED_OTHER     # never starved outright
         finally:
             watcher.stop()
 
 
-def test_git_hook_lowers_itself(tmp_path, monkeypatch):
+HOOK = ("import os, sys; from orchestrator import gate; "
+        "rc = gate.main(['--exp-dir', sys.argv[1], '--hook', 'commit-msg', sys.argv[2]]); "
+        "print(rc, os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))")
+
+
+def test_git_hook_lowers_itself_and_an_agents_hook_stays_idle(tmp_path, monkeypatch):
     exp = make_experiment(tmp_path)
     msg = tmp_path / "msg"
     msg.write_text("x\n\nWhy: a test.\nExpect: nothing.\n")
-    code = ("import os, sys; from orchestrator import gate; "
-            f"rc = gate.main(['--exp-dir', {str(exp)!r}, '--hook', 'commit-msg', {str(msg)!r}]); "
-            "print(rc, os.sched_getscheduler(0))")
-    for value, want in ((None, os.SCHED_IDLE), ("off", os.SCHED_OTHER)):
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    for value, want in ((None, (os.SCHED_OTHER, 19)), ("off", (os.SCHED_OTHER, base))):
         env = {k: v for k, v in os.environ.items() if k != priority.ENV}
         if value:
             env[priority.ENV] = value
-        out = subprocess.run([sys.executable, "-c", code], cwd=exp / "workspace", env=env,
-                             capture_output=True, text=True)
-        assert out.stdout.split() == ["0", str(want)], out.stderr
+        out = subprocess.run([sys.executable, "-c", HOOK, str(exp), str(msg)],
+                             cwd=exp / "workspace", env=env, capture_output=True, text=True)
+        assert out.stdout.split() == ["0", str(want[0]), str(want[1])], out.stderr
+    monkeypatch.delenv(priority.ENV, raising=False)
+
+    def from_a_session():                       # the hook of a commit an agent's CLI makes
+        priority.lower_this_thread("idle")
+        return subprocess.run([sys.executable, "-c", HOOK, str(exp), str(msg)],
+                              cwd=exp / "workspace", capture_output=True, text=True)
+
+    out = in_thread(from_a_session)
+    assert out.stdout.split()[:2] == ["0", str(os.SCHED_IDLE)], out.stderr
 
 
 def sleeper_run(tmp_path: Path) -> tuple[Path, dict]:
