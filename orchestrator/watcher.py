@@ -89,7 +89,10 @@ class GateWatcher:
                 if head == last:
                     continue
                 self.judged += gate.judge_pending(self.exp_dir, self.ws)
-                last = self.ws.main()
+                # the head read before judging, not main now: a commit landing between the
+                # judgement and a second read would count as judged and wait for the next one
+                # (found under commit load, issue 9, item 7); a gate revert costs one idle pass
+                last = head
             except Exception as exc:                  # keep watching; the next change retries
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 log.error("gate watcher: judging failed: %s", exc)

@@ -40,3 +40,29 @@ def test_polling_alone_catches_a_commit(tmp_path, monkeypatch):
     with GateWatcher(exp, poll_s=0.3):
         good = knob_commit(ws, "agent.kl_loss_coef", 0.002)
         assert wait_for(lambda: ws.rev(LIVE_REF) == good)
+
+
+def test_a_commit_landing_right_after_a_judgement_is_judged(tmp_path, monkeypatch):
+    """Issue 9, item 7: under load a commit can land between the end of a judgement and the
+    watcher's next look at main; it must be judged without waiting for yet another commit."""
+    from orchestrator import gate
+
+    exp = make_experiment(tmp_path)
+    ws = ws_of(exp)
+    real = gate.judge_pending
+    late = []
+
+    def judge_then_commit(*args, **kwargs):
+        out = real(*args, **kwargs)
+        if not late:                                      # once: right after the first judgement
+            late.append(knob_commit(ws, "agent.entropy_coeff", 0.001))
+        return out
+
+    monkeypatch.setattr(gate, "judge_pending", judge_then_commit)
+    import watchdog.observers
+    monkeypatch.setattr(watchdog.observers, "Observer", lambda: (_ for _ in ()).throw(OSError("no inotify")))
+    with GateWatcher(exp, poll_s=0.2) as watcher:
+        first = knob_commit(ws, "agent.entropy_coeff", 0.002)
+        assert wait_for(lambda: late and ws.rev(LIVE_REF) == late[0]), \
+            f"the late commit was never judged: {watcher.errors}"
+    assert [v.commit for v in watcher.judged] == [first, late[0]]
