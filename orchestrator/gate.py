@@ -29,8 +29,8 @@ from orchestrator import gate_checks as checks
 from orchestrator import ledger
 from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
-from orchestrator.workspace import (JUDGED_REF, LIVE_REF, CommitInfo, Workspace, is_agent_author,
-                                    parse_trailers)
+from orchestrator.workspace import (JUDGED_REF, LIVE_REF, MAIN, CommitInfo, Workspace,
+                                    is_agent_author, parse_trailers)
 
 
 @dataclass
@@ -126,11 +126,12 @@ def gate_lock(exp_dir: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def pending_commits(ws: Workspace) -> list[str]:
-    """Commits on main without a verdict note, oldest first (first-parent walk back to a judged one)."""
+def pending_commits(ws: Workspace, head: str = MAIN) -> list[str]:
+    """Commits on main (or up to `head`) without a verdict note, oldest first (first-parent walk
+    back to a judged one)."""
     judged = ws.noted_commits()
     out = []
-    for sha in ws.first_parent_history():
+    for sha in ws.first_parent_history(head):
         if sha in judged:
             break
         out.append(sha)
@@ -154,7 +155,10 @@ def judge_pending(exp_dir: Path, ws: Workspace | None = None,
 
 def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict] | None:
     head = ws.main()
-    pending = pending_commits(ws) if head else []
+    # up to the head read above, not main now: a commit landing in between would be judged in a
+    # pass whose revert and judged ref stop at `head`, a rejection left on main unreverted
+    # (found under commit load, issue 9, item 7); the next pass judges it
+    pending = pending_commits(ws, head) if head else []
     if not pending:
         return _restore_after_reset(ws, head)
     live = ws.rev(LIVE_REF)

@@ -124,3 +124,33 @@ def test_live_watcher_ignores_object_writes_but_sees_the_ref(tmp_path):
         assert watcher.latest()[0] == c2
     finally:
         watcher.stop()
+
+
+def test_a_rejected_commit_landing_mid_judgement_is_still_reverted(tmp_path, monkeypatch):
+    """Under load a commit lands between the gate's read of main and its walk of the pending
+    commits; it must not be judged in that pass (whose revert and judged ref stop at the head it
+    read), or a rejected commit stays on main unreverted and main and live drift apart."""
+    from gate_testkit import knob_commit, make_experiment, ws_of
+    from orchestrator import gate
+    from orchestrator.workspace import LIVE_REF
+
+    exp = make_experiment(tmp_path)
+    ws = ws_of(exp)
+    good = knob_commit(ws, "agent.entropy_coeff", 0.002)
+    real = gate.pending_commits
+    late = []
+
+    def pending_after_a_late_commit(*args, **kwargs):
+        if not late:
+            late.append(knob_commit(ws, "agent.entropy_coeff", 0.5))   # over the schema's maximum
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(gate, "pending_commits", pending_after_a_late_commit)
+    first = gate.judge_pending(exp, ws)
+    monkeypatch.setattr(gate, "pending_commits", real)
+    second = gate.judge_pending(exp, ws)
+    assert [v.commit for v in first] == [good] and [v.commit for v in second] == late
+    assert second[0].verdict == "rejected" and second[0].reverted_by
+    assert ws.rev(LIVE_REF) == good
+    assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
+    assert gate.judge_pending(exp, ws) == []
