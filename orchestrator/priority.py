@@ -12,6 +12,13 @@ Two levels:
 The trainer is started from the orchestrator's main thread, which is never lowered, and keeps its
 normal priority; `Supervisor.start` checks that (`restore_preexec`).
 
+Linux's autogroups (`/proc/sys/kernel/sched_autogroup_enabled`, on by default) share the CPU
+fairly between sessions first; policy and nice only act within one. So the trainer and a session's
+CLI get their own process group (for killing them) but stay in the orchestrator's session: in a
+session of its own, a SCHED_IDLE spinner slowed a one-thread matmul by 60 % here, in the same
+session not at all. A person's git hooks run in the person's session and cannot be held below
+the trainer this way.
+
 `EAU_BACKGROUND_PRIORITY`: `idle` (default, the levels above), `nice` (nice 19 for sessions too),
 `off` (no change). An unprivileged process cannot undo either (leaving SCHED_IDLE, or lowering
 nice again, needs CAP_SYS_NICE or an RLIMIT_NICE allowance; Linux refuses it by default), which is

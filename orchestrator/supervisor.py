@@ -1,6 +1,8 @@
 """Starts and watches the trainer subprocess (DESIGN.md, "The parts": supervisor.py).
 
-`python -m training.trainer --run DIR [--resume]` runs in its own process group with its output
+`python -m training.trainer --run DIR [--resume]` runs in its own process group (in the
+orchestrator's session: a session of its own would be an autogroup of its own, see
+orchestrator/priority.py) with its output
 in `DIR/trainer.log` and its pid in `DIR/trainer.pid`. The supervisor reads its exit code and
 heartbeat: exit 0 is a finished (or stopped) run; a non-zero exit or a heartbeat older than
 `stall_s` is a crash, after which the trainer is started again with `--resume` from its newest
@@ -101,7 +103,7 @@ class Supervisor:
         env = {**os.environ, **(self.env or {})}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(project_root()), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(self.argv(resume), stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                     stderr=subprocess.STDOUT, process_group=0, env=env,
                                      cwd=project_root(), preexec_fn=priority.restore_preexec())
         log.close()
         self.started_at = time.time()

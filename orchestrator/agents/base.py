@@ -133,8 +133,10 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
     stdin, issue 7); at the time limit the whole group gets SIGTERM, then SIGKILL."""
     t0 = time.monotonic()
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
+        # its own process group, in the orchestrator's session: a new session would be a new
+        # autogroup, where the session thread's SCHED_IDLE would not hold it below the trainer
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=err, start_new_session=True)
+                                stderr=err, process_group=0)
         ACTIVE.add(proc)
         # its own process group outlives a SIGKILLed orchestrator: the pid file lets the next
         # `orchestrator start` end it (kill_leftover_agents; issue 9, item 2)

@@ -162,3 +162,22 @@ def test_trainer_started_from_a_lowered_thread_is_put_back(tmp_path, monkeypatch
 
     sup = in_thread(start)
     assert trainer_policy(sup)[0] == os.SCHED_OTHER
+
+
+def test_trainer_and_session_cli_stay_in_the_orchestrators_session(tmp_path, monkeypatch):
+    """Autogroups share the CPU between sessions first: a trainer or CLI in a session of its own
+    would not be held above / below by priorities at all."""
+    from orchestrator.agents import base
+
+    run, env = sleeper_run(tmp_path)
+    sup = Supervisor(run, env=env, module="eau_sleeper").start()
+    try:
+        assert os.getsid(sup.proc.pid) == os.getsid(0)
+        assert os.getpgid(sup.proc.pid) == sup.proc.pid            # still killable as a group
+    finally:
+        sup._kill()
+    out = base.run_process([sys.executable, "-c", "import os; print(os.getsid(0), os.getpgid(0), os.getpid())"],
+                           cwd=tmp_path, env=dict(os.environ), timeout_s=30,
+                           stdout_path=tmp_path / "out", stderr_path=tmp_path / "err")
+    sid, pgid, pid = map(int, out.stdout.split())
+    assert sid == os.getsid(0) and pgid == pid
