@@ -19,7 +19,7 @@ session of its own, a SCHED_IDLE spinner slowed a one-thread matmul by 60 % here
 session not at all. A person's git hooks run in the person's session and cannot be held below
 the trainer this way.
 
-`EAU_BACKGROUND_PRIORITY`: `idle` (default, the levels above), `nice` (nice 19 for sessions too),
+`EAU_BACKGROUND_PRIORITY`: `nice` (default: nice 19 for sessions too; SCHED_IDLE starved a session while the trainer held every core), `idle` (sessions at SCHED_IDLE),
 `off` (no change). An unprivileged process cannot undo either (leaving SCHED_IDLE, or lowering
 nice again, needs CAP_SYS_NICE or an RLIMIT_NICE allowance; Linux refuses it by default), which is
 why only threads that never start the trainer are lowered. Elsewhere than Linux nothing changes.
@@ -40,8 +40,8 @@ except (OSError, AttributeError):
 
 
 def mode() -> str:
-    value = os.environ.get(ENV, "idle").strip().lower() or "idle"
-    return value if value in MODES else "idle"
+    value = os.environ.get(ENV, "nice").strip().lower() or "nice"
+    return value if value in MODES else "nice"
 
 
 def supported() -> bool:

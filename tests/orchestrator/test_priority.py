@@ -17,6 +17,12 @@ from gate_testkit import make_experiment
 from orchestrator import priority
 from orchestrator.agents.base import SessionResult
 from orchestrator.scheduler import SessionRunner
+
+
+@pytest.fixture(autouse=True)
+def _idle_mode(monkeypatch):
+    """These tests check the SCHED_IDLE level (EAU_BACKGROUND_PRIORITY=idle); the default is nice."""
+    monkeypatch.setenv("EAU_BACKGROUND_PRIORITY", "idle")
 from orchestrator.supervisor import Supervisor
 from orchestrator.watcher import GateWatcher
 
@@ -41,7 +47,7 @@ def in_thread(fn):
 
 
 def test_lowered_thread_and_its_children_idle_main_thread_untouched(monkeypatch):
-    monkeypatch.delenv(priority.ENV, raising=False)
+    monkeypatch.setenv(priority.ENV, "idle")
 
     def work():
         return priority.lower_this_thread(), os.sched_getscheduler(0), child_policy()
@@ -65,7 +71,7 @@ def test_nice_mode_and_off_switch(monkeypatch):
 
 
 def test_session_thread_and_its_cli_run_idle(monkeypatch):
-    monkeypatch.delenv(priority.ENV, raising=False)
+    monkeypatch.setenv(priority.ENV, "idle")
     seen = {}
 
     def fake_session(ctx):
@@ -84,7 +90,7 @@ def test_gate_watcher_thread_runs_at_nice_19_unless_switched_off(tmp_path, monke
     base = os.getpriority(os.PRIO_PROCESS, 0)
     for value, want in ((None, 19), ("off", base)):
         if value is None:
-            monkeypatch.delenv(priority.ENV, raising=False)
+            monkeypatch.setenv(priority.ENV, "idle")
         else:
             monkeypatch.setenv(priority.ENV, value)
         exp = make_experiment(tmp_path / (value or "on"))
@@ -117,7 +123,7 @@ def test_git_hook_lowers_itself_and_an_agents_hook_stays_idle(tmp_path, monkeypa
         out = subprocess.run([sys.executable, "-c", HOOK, str(exp), str(msg)],
                              cwd=exp / "workspace", env=env, capture_output=True, text=True)
         assert out.stdout.split() == ["0", str(want[0]), str(want[1])], out.stderr
-    monkeypatch.delenv(priority.ENV, raising=False)
+    monkeypatch.setenv(priority.ENV, "idle")
 
     def from_a_session():                       # the hook of a commit an agent's CLI makes
         priority.lower_this_thread("idle")
@@ -145,7 +151,7 @@ def trainer_policy(sup: Supervisor) -> tuple[int, int]:
 
 
 def test_trainer_keeps_normal_priority(tmp_path, monkeypatch):
-    monkeypatch.delenv(priority.ENV, raising=False)
+    monkeypatch.setenv(priority.ENV, "idle")
     run, env = sleeper_run(tmp_path)
     sup = Supervisor(run, env=env, module="eau_sleeper").start()
     assert trainer_policy(sup) == (os.SCHED_OTHER, os.getpriority(os.PRIO_PROCESS, 0))
@@ -153,7 +159,7 @@ def test_trainer_keeps_normal_priority(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="leaving SCHED_IDLE needs CAP_SYS_NICE")
 def test_trainer_started_from_a_lowered_thread_is_put_back(tmp_path, monkeypatch):
-    monkeypatch.delenv(priority.ENV, raising=False)
+    monkeypatch.setenv(priority.ENV, "idle")
     run, env = sleeper_run(tmp_path)
 
     def start():
