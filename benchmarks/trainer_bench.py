@@ -148,15 +148,12 @@ def main() -> int:
                              "(VALUE parsed as JSON where it can be)")
     args = parser.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            parser.error(f"--set {item!r} is not KEY=VALUE")
-        try:
-            overrides[key] = json.loads(value)
-        except json.JSONDecodeError:
-            overrides[key] = value
+    from orchestrator.commands.run_cmds import parse_sets   # the same --set as `orchestrator start`
+    from orchestrator.errors import UserError
+    try:
+        overrides = parse_sets(args.set)
+    except UserError as exc:
+        parser.error(str(exc))
     tmp = Path(tempfile.mkdtemp(prefix="eau-trainer-bench-"))
     try:
         import git

@@ -360,9 +360,6 @@ def stop_orphan_trainer(exp: Experiment, wait_s: float = 120.0) -> int | None:
     return pid
 
 
-ORCHESTRATOR_IDENTITY = ("EAU orchestrator", "orchestrator@eau.local")
-
-
 def _pin_strategy_mix(node: Any, gyms: set[str]) -> None:
     """Every `strategy_mix` property of the knobs schema for one of `gyms` gets maximum 0
     (narrowing, not widening)."""
@@ -403,7 +400,7 @@ def pin_generic_baseline(exp: Experiment) -> None:
     knobs_path.write_text(json.dumps(knobs, indent=2) + "\n")
     schema_path.write_text(json.dumps(schema, indent=2) + "\n")
     from orchestrator import gate
-    from orchestrator.workspace import GitError
+    from orchestrator.workspace import ORCHESTRATOR_IDENTITY, GitError
 
     try:
         sha = exp.ws.commit_all(

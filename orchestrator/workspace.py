@@ -40,6 +40,7 @@ LIVE_REF = "refs/eau/live"
 JUDGED_REF = "refs/eau/judged"          # last commit on main the gate judged (rewrite detection)
 NOTES_REF = "refs/notes/eau"
 GATE_IDENTITY = ("EAU gate", "gate@eau.local")
+ORCHESTRATOR_IDENTITY = ("EAU orchestrator", "orchestrator@eau.local")   # its own workspace commits
 AGENT_EMAIL_SUFFIX = "@agents.eau"
 SYMLINK_MODE = 0o120000
 SUBMODULE_MODE = 0o160000

@@ -70,7 +70,8 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_agents)
 
 
-def _parse_sets(items: list[str]) -> dict:
+def parse_sets(items: list[str]) -> dict:
+    """`--set KEY=VALUE` items as dotted overrides; VALUE parsed as JSON where it can be."""
     import json
 
     out = {}
@@ -112,7 +113,7 @@ def cmd_start(args) -> int:
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,
                         budget_usd=args.budget_usd,
-                        overrides=_parse_sets(args.set), trainer=args.trainer_module)
+                        overrides=parse_sets(args.set), trainer=args.trainer_module)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     view = LiveView(root / name, enabled=not args.no_live)
