@@ -30,6 +30,7 @@ from orchestrator.paths import project_root
 from orchestrator.scheduler import Scheduler, SessionRunner
 from orchestrator.supervisor import CRASHED, FINISHED, RESTARTED, STOPPED, Supervisor, has_checkpoint, last_step
 from orchestrator.workspace import LIVE_REF, Workspace
+from training import hold
 
 DEFAULT_CAP = 5
 LLM_AGENTS = ("claude-code", "codex", "command")
@@ -52,6 +53,7 @@ class StartOptions:
     session_time_s: float = 600.0        # wall-clock limit of one session
     budget_usd: float | None = None
     window: int = 10                     # W of measured effects
+    max_lag: int | None = None           # the trainer waits for a session N steps after it began
     overrides: dict[str, Any] = field(default_factory=dict)   # dotted config keys
     poll_s: float = 1.0
     trainer: str = "training.trainer"    # the trainer's module (tests run a stand-in)
@@ -196,12 +198,13 @@ class Loop:
 
     def start_run(self, run: Path, resume: bool) -> None:
         self.run = run
+        hold.clear(run)             # one a killed orchestrator left behind
         self.sup = Supervisor(run, resume=resume, module=self.opts.trainer).start()
         self.total_steps = json.loads((run / "config.json").read_text())["trainer"]["total_steps"]
         self.exp.set_run_state(run.name, "running", pid=self.sup.proc.pid if self.sup.proc else None)
         self.sched = Scheduler(self.opts.every, self.opts.minutes, last_step=last_step(run))
 
-    def session_ctx(self) -> base.SessionContext:
+    def session_ctx(self, step: int | None = None) -> base.SessionContext:
         self.sessions += 1
         sid = f"s{self.sessions:03d}"
         return base.SessionContext(
@@ -209,28 +212,36 @@ class Loop:
             run_dir=self.run, bench=self.exp.meta["bench"], skill_path=skill_path(self.opts.skill),
             time_limit_s=self.opts.session_time_s, budget_usd=self.opts.budget_usd,
             window=self.opts.window, command=self.opts.agent_cmd,
-            experience_dir=experience.pool_dir())
+            experience_dir=experience.pool_dir(), step=step)
 
-    def submit_session(self) -> None:
+    def submit_session(self, step: int = 0) -> None:
         from orchestrator import gate
 
         lock = gate.gate_lock(self.exp.dir) if self.opts.agent in LLM_AGENTS else None
+
+        ctx, run = self.session_ctx(step), self.run
+        if self.opts.max_lag is not None:     # bound the lag (training/hold.py)
+            hold.write(run, step + self.opts.max_lag, ctx.session_id,
+                       timeout_s=self.opts.session_time_s + 120)
 
         def before() -> None:       # hold the gate until the session's commits carry their trailers
             if lock is not None:
                 lock.__enter__()
 
         def after(res: base.SessionResult) -> None:
-            if lock is not None:
-                lock.__exit__(None, None, None)
-            if res.commits:
-                try:
-                    gate.judge_pending(self.exp.dir, self.exp.ws)
-                except RuntimeError:
-                    pass            # main kept moving: the watcher judges it on its next pass
+            try:
+                if lock is not None:
+                    lock.__exit__(None, None, None)
+                if res.commits:
+                    try:
+                        gate.judge_pending(self.exp.dir, self.exp.ws)
+                    except RuntimeError:
+                        pass        # main kept moving: the watcher judges it on its next pass
+            finally:
+                hold.clear(run)     # judged and promoted: the trainer's next boundary loads it
 
         self.sched.started()
-        self.runner.submit(self.session_ctx(), before=before, after=after)
+        self.runner.submit(ctx, before=before, after=after)
 
     def handle_control(self) -> bool:
         """Honour an accepted control request within the cap; True when a new run started."""
@@ -269,7 +280,7 @@ class Loop:
         if self.handle_control():
             return None
         if self.opts.agent != "none" and st.state == "running" and self.sched.due(st.step):
-            self.submit_session()
+            self.submit_session(st.step)
         if self.on_tick:
             self.on_tick(self.status(st))
         if st.state in (FINISHED, CRASHED, STOPPED):
@@ -320,6 +331,8 @@ class Loop:
                 time.sleep(self.opts.poll_s)
         finally:
             base.kill_active()          # a session CLI must not outlive `start` (Ctrl-C, an error)
+            if self.run is not None:
+                hold.clear(self.run)
             if self.sup is not None and self.sup.proc is not None and self.sup.proc.poll() is None:
                 self.sup.stop()
             self.watcher.stop()

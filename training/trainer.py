@@ -43,6 +43,7 @@ import torch
 
 from training import checkpoint, live, metrics, rewards
 from training import distributed as D
+from training import hold as hold_mod
 from training.config import Config, ConfigError
 from training.policy import Models, ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, rollout, start_episode
@@ -511,6 +512,23 @@ class Trainer:
                 path.unlink()
 
     # ---- the loop -------------------------------------------------------------------------
+    def wait_while_held(self, poll_s: float = 0.2) -> bool:
+        """At a step boundary: wait while a meta-agent session holds the run (training/hold.py,
+        `orchestrator start --max-lag`); rank 0 reads the hold and every process waits with it.
+        True when it waited."""
+        t0, hold, waited = time.monotonic(), None, False
+        while True:
+            current = hold_mod.blocking(self.files.dir, self.step + 1) if self.main else None
+            if not D.broadcast_object(current is not None, self.dist) or \
+                    D.any_true(self.stop_requested, self.dist):
+                break
+            hold, waited = current or hold, True
+            time.sleep(poll_s)
+        if waited and self.main:
+            self.files.event("held", step=self.step + 1, session=(hold or {}).get("session"),
+                             waited_s=round(time.monotonic() - t0, 3))
+        return waited
+
     def _stop_agreed(self) -> bool:
         """A stop requested on any process (SIGTERM) is a stop on all, at this step boundary."""
         self.stop_requested = D.any_true(self.stop_requested, self.dist)
@@ -527,6 +545,8 @@ class Trainer:
             end = self.cfg.trainer.total_steps if stop_at is None else min(
                 stop_at, self.cfg.trainer.total_steps)
             while self.step < end and not self._stop_agreed():
+                if self.wait_while_held() and self._stop_agreed():
+                    break
                 self.maybe_reload()
                 record = self.run_step(self.step + 1)
                 if record is None:

@@ -53,6 +53,7 @@ class SessionContext:
     experience_dir: Path | None = None
     command: list[str] | None = None   # the executable of the `command` adapter
     extra_env: dict[str, str] = field(default_factory=dict)
+    step: int | None = None         # the trainer's last step when the session began
 
     @property
     def session_dir(self) -> Path:
@@ -74,6 +75,7 @@ class SessionResult:
     transcript: str | None = None
     duration_s: float = 0.0
     control: dict[str, Any] | None = None   # a restart/resume request left in control.json
+    step: int | None = None         # the trainer's last step when the session began
 
     def ledger_line(self) -> dict[str, Any]:
         return {"type": "session", **asdict(self), "time": time.time()}
@@ -294,6 +296,7 @@ def run_session(ctx: SessionContext) -> SessionResult:
         result.status = REFUSED if result.denials else NO_CHANGE
     result.control = read_control(ctx.workspace) if made else None
     result.duration_s = round(time.monotonic() - t0, 2)
+    result.step = ctx.step
     (ctx.session_dir / "result.json").write_text(json.dumps(asdict(result), indent=1))
     effects.ledger_append(ctx.exp_dir, result.ledger_line())
     return result

@@ -51,6 +51,9 @@ def register(sub) -> None:
     p.add_argument("--budget-usd", type=float, default=None, help="spend limit of one claude-code session")
     p.add_argument("--window", type=int, default=None,
                    help="W: steps before/after for measured effects (default 10; 2 with --preset cpu)")
+    p.add_argument("--max-lag", type=int, default=None, metavar="N",
+                   help="the trainer waits at a step boundary for a session still running N steps "
+                        "after it began, so its fix is trained on (default: never waits)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, dotted (e.g. --set data.train_batch_size=4)")
     p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
@@ -104,6 +107,8 @@ def cmd_start(args) -> int:
         if not meta.exists():
             raise UserError(f"no experiment {name!r} in {root}: give --bench B to create it.")
         bench = Experiment(root / name).meta["bench"]
+    if args.max_lag is not None and args.max_lag < 0:
+        raise UserError(f"--max-lag {args.max_lag} must be 0 or more (trainer steps a session may fall behind).")
     short = args.preset == "cpu"      # the CPU demo runs 8 steps: sessions and windows to match
     every = args.every if args.every is not None else (2 if short else 10)
     window = args.window if args.window is not None else (2 if short else 10)
@@ -112,7 +117,7 @@ def cmd_start(args) -> int:
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,
-                        budget_usd=args.budget_usd,
+                        budget_usd=args.budget_usd, max_lag=args.max_lag,
                         overrides=parse_sets(args.set), trainer=args.trainer_module)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())

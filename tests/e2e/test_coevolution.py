@@ -50,8 +50,11 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
     monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
     exp_dir = init_experiment("leak", "colbench", tmp_path)
     plant_leaking_rule(exp_dir)
+    # max_lag: the trainer waits for a session still running a step after it began, so the fix
+    # lands mid-run however slowly the session's nice-19 process is scheduled (a CI machine once
+    # finished all 7 steps before it committed)
     opts = StartOptions(bench="colbench", agent="builtin", every=2, preset="cpu", steps=7, window=2,
-                        model=str(tiny_model_dir), poll_s=0.5,
+                        model=str(tiny_model_dir), poll_s=0.5, max_lag=1,
                         overrides={"data.train_batch_size": 2, "rollout.n": 1, "rollout.max_turns": 3,
                                    "rollout.response_length": 12, "trainer.save_freq": 0,
                                    "trainer.trajectories_per_step": 8})
@@ -68,6 +71,7 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
     applied = [a for a in ledger.read_lines(exp.dir, "applied") if a["commit"] == fix]
     assert applied, "the trainer never applied the fix"
     step = applied[0]["step"]
+    assert not (exp.dir / "run-001" / "hold.json").exists()
     rows = [json.loads(x) for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
     before = [r["user/leak_rate"] for r in rows if r["step"] < step]
     after = [r["user/leak_rate"] for r in rows if r["step"] >= step]

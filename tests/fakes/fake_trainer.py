@@ -3,7 +3,8 @@
 It follows the trainer's contract (DESIGN.md): metrics.jsonl, events.jsonl (started, applied
 {commit, step}, checkpoint, finished), trajectories, checkpoints/step-NNNNNN/ (a `state.json`),
 heartbeat; SIGTERM checkpoints and exits 0; --resume continues from the newest checkpoint; the
-workspace's refs/eau/live is read at every step boundary. Its numbers follow the live knobs: a
+workspace's refs/eau/live is read at every step boundary, after waiting out a hold
+(training/hold.py, `--max-lag`). Its numbers follow the live knobs: a
 colbench episode deadlocks while env.colbench.min_questions > 0, so success/colbench is 0 then and
 0.6 after; FAKE_TRAINER_NAN_AT=N writes NaN losses from step N; FAKE_TRAINER_CRASH_AT=N exits 1
 once at step N. FAKE_TRAINER_STEP_S sets the seconds per step (default 0.05)."""
@@ -15,6 +16,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from training import hold
 
 p = argparse.ArgumentParser()
 p.add_argument("--run", required=True)
@@ -74,6 +77,13 @@ def save(reason):
 
 
 while step < total and not stop:
+    t_hold, held = time.monotonic(), None
+    while not stop and (h := hold.blocking(run, step + 1)):
+        held = h
+        time.sleep(0.05)
+    if held:
+        event(event="held", step=step + 1, session=held["session"],
+              waited_s=round(time.monotonic() - t_hold, 3))
     now = live()
     if now != commit:
         commit, k = now, knobs(now)

@@ -94,3 +94,40 @@ def test_crash_restarts_the_trainer_from_its_checkpoint(env, monkeypatch):
     assert [c["action"] for c in ledger.read_lines(exp.dir, "control")] == ["crash-restart"]
     events = [json.loads(x) for x in (exp.dir / "run-001" / "events.jsonl").read_text().splitlines()]
     assert [e["resumed"] for e in events if e["event"] == "started"] == [False, True]
+
+
+SLOW_FIX = """import json, pathlib, sys, time
+time.sleep(3.0)       # a slow session: the stand-in trainer makes 30 steps meanwhile unless held
+knobs = json.loads(pathlib.Path("knobs.json").read_text())
+knobs["env"]["colbench"]["min_questions"] = 0
+pathlib.Path("knobs.json").write_text(json.dumps(knobs, indent=2) + "\\n")
+import os
+pathlib.Path(os.environ["EAU_SESSION_DIR"], "message.txt").write_text(
+    "Lift the question minimum\\n\\nWhy: episodes deadlock.\\nExpect: success/colbench rises.\\n")
+print("lifted")
+"""
+
+
+def test_max_lag_holds_the_trainer_for_a_slow_session(env, monkeypatch):
+    """--max-lag 1: a session begun at step S is trained on from step S+2 at the latest, however
+    long it takes; the hold is gone when the session is judged, and training ends normally."""
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.1")
+    script = env / "slow_fix.py"
+    script.write_text(SLOW_FIX)
+    exp, final = run_experiment("lag", opts(agent="command", agent_cmd=[sys.executable, str(script)],
+                                            every=4, steps=12, max_lag=1), env)
+    assert final == "finished"
+    session = ledger.read_lines(exp.dir, "session")[0]
+    assert session["status"] == "ok" and len(session["commits"]) == 1, session
+    fix = session["commits"][0]
+    assert [v["verdict"] for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == fix] == ["accepted"]
+    events = [json.loads(x) for x in (exp.dir / "run-001" / "events.jsonl").read_text().splitlines()]
+    held = [e for e in events if e["event"] == "held"]
+    applied = [e for e in events if e["event"] == "applied" and e["commit"] == fix]
+    assert held and held[0]["session"] == "s001" and held[0]["waited_s"] > 1.0, events
+    assert applied and applied[0]["step"] == held[0]["step"]          # trained on at the held step
+    # S: the step the loop saw when it began the session; the trainer may be a step past it
+    assert session["step"] >= 4 and held[0]["step"] <= session["step"] + 1 + 2
+    assert not (exp.dir / "run-001" / "hold.json").exists()
+    steps = [json.loads(x)["step"] for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 13))
