@@ -119,6 +119,9 @@ class ModelConfig:
     """LoRA scaling numerator."""
     device: str = "auto"
     """"auto" (cuda when present), "cpu" or "cuda"."""
+    precision: str = "auto"
+    """Training passes: "auto" (bf16 autocast over fp32 weights on GPU and on CPUs with native
+    bf16; plain fp32 on other CPUs, where emulated bf16 is many times slower), "bf16" or "fp32"."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,7 @@ class Config:
              "algorithm.adv_estimator must be turn_gae or token_gae"),
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
             (self.model.device in ("auto", "cpu", "cuda"), "model.device must be auto, cpu or cuda"),
+            (self.model.precision in ("auto", "bf16", "fp32"), "model.precision must be auto, bf16 or fp32"),
             (self.trainer.total_steps >= 0, "trainer.total_steps must not be negative"),
             (self.trainer.parallel in ("none", "ddp", "fsdp"),
              "trainer.parallel must be none, ddp or fsdp"),

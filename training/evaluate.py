@@ -187,7 +187,7 @@ def load_policy(checkpoint: Path | None, model: str | None, device: str):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from training.policy import Models, load_tokenizer, pick_device, resolve_model_path
+    from training.policy import Models, load_tokenizer, pick_device, pick_precision, resolve_model_path
 
     cfg: dict[str, Any] = {}
     if checkpoint is not None:
@@ -217,7 +217,7 @@ def load_policy(checkpoint: Path | None, model: str | None, device: str):
     policy.config.use_cache = True
     policy.to(dev).eval().requires_grad_(False)
     return Models(policy=policy, critic=None, reference=None, tokenizer=tok, device=dev,
-                  path=path)
+                  path=path, autocast_dtype=pick_precision("auto", dev))
 
 
 # ---- running episodes ------------------------------------------------------------------------

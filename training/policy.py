@@ -1,8 +1,10 @@
 """The models of a run: policy, critic (own backbone + scalar value head), frozen reference.
 
-Precision (issue 3): fp32 master weights with bf16 autocast, on CPU (about 1.7x faster than fp32;
-pure bf16 weights do not learn at these learning rates) and on GPU; the frozen reference is kept in
-bf16 on GPU. LoRA through peft is an option (`model.lora_rank > 0`): then the reference is the
+Precision (issue 3, `model.precision`): fp32 master weights with bf16 autocast on GPU, and on a CPU
+with native bf16 arithmetic (AVX512-BF16 or AMX: about 1.7x faster than fp32 there); on a CPU
+without it bf16 is emulated and autocast made a training pass 16x slower than fp32 (an AVX2 AMD
+EPYC), so "auto" trains in fp32 there. Pure bf16 weights do not learn at these learning rates.
+The frozen reference is kept in bf16 on GPU. LoRA through peft is an option (`model.lora_rank > 0`): then the reference is the
 policy with its adapters switched off, so no third copy is held.
 
 Alignment used everywhere (training.ppo): for token t of an episode, `logprobs[:, t]` is
@@ -53,6 +55,28 @@ def resolve_model_path(path: str) -> str:
             f"`huggingface-cli download {path}` on a machine with network, or set model.path to a "
             "local folder (runs are offline, HF_HUB_OFFLINE=1).") from None
     return path
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (Linux's flags avx512_bf16 or amx_bf16)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def pick_precision(name: str, device: torch.device) -> torch.dtype | None:
+    """The autocast dtype of training passes for `model.precision` (None: plain fp32)."""
+    if name == "fp32":
+        return None
+    if name == "bf16" or device.type == "cuda" or cpu_has_native_bf16():
+        return torch.bfloat16
+    return None
 
 
 def pick_device(name: str) -> torch.device:
@@ -109,6 +133,7 @@ class Models:
     actor: nn.Module | None = None            # PolicyLogprobs(policy) wrapped by DDP / FSDP
     critic_train: nn.Module | None = None     # the critic wrapped by DDP / FSDP
     rollout_policy: nn.Module | None = None   # plain whole-weight policy that generates
+    autocast_dtype: torch.dtype | None = torch.bfloat16   # training passes (None: plain fp32)
 
     def logprobs(self, input_ids, attention_mask, response_mask, *, temperature: float = 1.0,
                  with_entropy: bool = False):
@@ -122,7 +147,14 @@ class Models:
         return (self.critic_train or self.critic)(input_ids, attention_mask)
 
     def autocast(self):
-        return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        if self.autocast_dtype is None:
+            return torch.autocast(device_type=self.device.type, enabled=False)
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+
+    @property
+    def precision(self) -> str:
+        return "fp32" if self.autocast_dtype is None else "bf16-autocast"
+
 
     @contextlib.contextmanager
     def reference_model(self):
@@ -173,7 +205,7 @@ def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = No
     policy.to(device)
     critic.to(device)
     return Models(policy=policy, critic=critic, reference=reference, tokenizer=tok,
-                  device=device, path=path)
+                  device=device, path=path, autocast_dtype=pick_precision(cfg.precision, device))
 
 
 def action_logprobs(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,

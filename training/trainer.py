@@ -145,7 +145,7 @@ class Trainer:
             extra = {"world_size": self.dist.world_size, "parallel": self.cfg.trainer.parallel} \
                 if self.dist.active else {}
             self.files.event("started", step=self.step, commit=self.live.commit, resumed=resume,
-                             pid=os.getpid(), **extra)
+                             pid=os.getpid(), precision=self.models.precision, **extra)
 
     # ---- set-up ---------------------------------------------------------------------------
     def _join(self) -> D.DistInfo:

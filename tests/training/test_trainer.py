@@ -149,3 +149,35 @@ def test_restart_drops_torn_and_leftover_lines(tmp_path, tiny_model_dir):
     assert trainer.run() == 0
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(x)["step"] for x in lines] == [1]
+
+
+def test_precision_follows_the_cpu_and_the_config(monkeypatch, tmp_path, tiny_model_dir):
+    """model.precision auto: bf16 autocast where the CPU has native bf16 (or on GPU), plain fp32
+    on a CPU that would emulate it (16x slower on an AVX2 EPYC); bf16/fp32 force it; the run's
+    started event says which."""
+    from training import policy
+    from training.config import Config, ConfigError
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(policy, "cpu_has_native_bf16", lambda: False)
+    assert policy.pick_precision("auto", cpu) is None
+    assert policy.pick_precision("auto", torch.device("cuda")) is torch.bfloat16
+    assert policy.pick_precision("bf16", cpu) is torch.bfloat16
+    monkeypatch.setattr(policy, "cpu_has_native_bf16", lambda: True)
+    assert policy.pick_precision("auto", cpu) is torch.bfloat16
+    assert policy.pick_precision("fp32", cpu) is None
+    a, b = torch.randn(4, 8), torch.randn(8, 4)
+    for dtype, want in ((None, torch.float32), (torch.bfloat16, torch.bfloat16)):
+        models = policy.Models(policy=None, critic=None, reference=None, tokenizer=None,
+                               device=cpu, path="", autocast_dtype=dtype)
+        with models.autocast():
+            assert (a @ b).dtype == want
+    with pytest.raises(ConfigError, match="model.precision must be auto, bf16 or fp32"):
+        Config.from_dict({"bench": "colbench", "model": {"precision": "fp16"}}).validate()
+    run = tmp_path / "run"
+    write_run(run, workspace_dir=write_workspace(tmp_path / "ws"), model_dir=tiny_model_dir,
+              overrides={"trainer.total_steps": 0, "model.precision": "fp32"})
+    trainer = Trainer(run)
+    assert trainer.models.precision == "fp32"
+    started = [e for e in metrics.read_lines(run / "events.jsonl") if e["event"] == "started"]
+    assert started[0]["precision"] == "fp32"
