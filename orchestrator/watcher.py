@@ -39,6 +39,8 @@ class GateWatcher:
             from watchdog.events import FileSystemEventHandler
             from watchdog.observers import Observer
 
+            from training.live import write_events    # writes only: no open/read events queued
+
             wake = self._wake
 
             class _Handler(FileSystemEventHandler):
@@ -52,7 +54,8 @@ class GateWatcher:
             for sub in ("refs/heads", "logs"):
                 folder = self.ws.git_dir / sub
                 folder.mkdir(parents=True, exist_ok=True)
-                self._observer.schedule(_Handler(), str(folder), recursive=True)
+                self._observer.schedule(_Handler(), str(folder), recursive=True,
+                                        event_filter=write_events(modified=True))
             self._observer.start()
         except (ImportError, OSError) as exc:     # no inotify here: polling alone
             log.warning("gate watcher: file events unavailable (%s); polling every %.1f s", exc, self.poll_s)

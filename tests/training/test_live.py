@@ -72,6 +72,31 @@ def test_watcher_sees_ref_within_a_second(tmp_path):
         watcher.stop()
 
 
+def test_watcher_wakes_on_ref_writes_not_on_git_reads(tmp_path):
+    """Polling left out (every 30 s): the promotion still arrives within a second through file
+    events, while git commands reading the repository deliver none to the trainer's process."""
+    repo = git.Repo.init(tmp_path / "ws")
+    promote(repo, commit_knobs(repo, KNOBS, "one"))
+    watcher = live.LiveWatcher(tmp_path / "ws", poll_s=30.0).start()
+    try:
+        if watcher._observer is None:
+            pytest.skip("no inotify here: the watcher polls")
+        time.sleep(0.3)
+        base = watcher.events
+        for _ in range(10):
+            repo.git.rev_parse("refs/eau/live")
+            repo.git.log("-1", "--format=%H")
+        time.sleep(0.3)
+        assert watcher.events == base, "git reads reached the watcher"
+        c2 = commit_knobs(repo, {**KNOBS, "agent": {**KNOBS["agent"], "entropy_coeff": 0.002}}, "two")
+        t0 = time.monotonic()
+        promote(repo, c2)
+        wait_for(lambda: watcher.latest()[0] == c2.hexsha, 3.0, "the watcher")
+        assert watcher.latest()[1] - t0 < 1.0 and watcher.events > base
+    finally:
+        watcher.stop()
+
+
 def test_hot_reload_applies_at_next_step_and_refuses_broken_module(tmp_path, tiny_model_dir):
     repo = git.Repo.init(tmp_path / "ws")
     knobs = json.loads(json.dumps(KNOBS))
