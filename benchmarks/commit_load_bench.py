@@ -25,8 +25,8 @@ Committers work as two separate tools would: each in its own linked worktree of 
 `git commit` on a detached HEAD at main (the workspace's pre-commit and commit-msg hooks run),
 then main moved by compare-and-swap (git update-ref main NEW OLD), redone when the other (or the
 gate's revert) moved it first. The agent's thread lowers its priority the way a session's thread
-does in `orchestrator start` (SCHED_IDLE, orchestrator/priority.py; EAU_BACKGROUND_PRIORITY=off
-to compare) and stops after --max-load-s if the CPU it gets does not let it keep pace; the
+does in `orchestrator start` (nice 19 by default, orchestrator/priority.py;
+EAU_BACKGROUND_PRIORITY=idle for SCHED_IDLE, off to compare) and stops after --max-load-s if the CPU it gets does not let it keep pace; the
 person's commits run at normal priority (the hooks lower themselves to nice 19), the gate
 watcher at nice 19. Every 25th agent commit breaks the entropy delta and skips the hooks
 (`--no-verify`): the gate must reject and revert it. --plumbing commits with commit-tree instead
