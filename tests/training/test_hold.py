@@ -48,13 +48,19 @@ def _run(tmp_path, tiny_model_dir, total: int):
     return repo, knobs, run
 
 
-def test_held_trainer_waits_then_trains_on_the_fix(tmp_path, tiny_model_dir):
-    repo, knobs, run = _run(tmp_path, tiny_model_dir, total=3)
+def _held_after_step_1(run):
+    """The trainer in a thread, held after step 1 by session s001; returns when step 1 is logged."""
     hold.write(run, until_step=1, session="s001", timeout_s=300)
     trainer = Trainer(run)
     done = threading.Thread(target=trainer.run, daemon=True)
     done.start()
     wait_for(lambda: len(steps(run)) >= 1, 120, "the first step")
+    return trainer, done
+
+
+def test_held_trainer_waits_then_trains_on_the_fix(tmp_path, tiny_model_dir):
+    repo, knobs, run = _run(tmp_path, tiny_model_dir, total=3)
+    trainer, done = _held_after_step_1(run)
     time.sleep(2.0)                                   # a tiny step takes well under a second
     assert [r["step"] for r in steps(run)] == [1], "trained past the hold"
     knobs["env"]["toy"]["max_steps"] = 1              # the session's fix, promoted while held
@@ -74,11 +80,7 @@ def test_held_trainer_waits_then_trains_on_the_fix(tmp_path, tiny_model_dir):
 
 def test_stop_ends_the_wait_with_a_checkpoint(tmp_path, tiny_model_dir):
     _, _, run = _run(tmp_path, tiny_model_dir, total=5)
-    hold.write(run, until_step=1, session="s001", timeout_s=300)
-    trainer = Trainer(run)
-    done = threading.Thread(target=trainer.run, daemon=True)
-    done.start()
-    wait_for(lambda: len(steps(run)) >= 1, 120, "the first step")
+    trainer, done = _held_after_step_1(run)
     wait_for(lambda: trainer.step == 1, 30, "the boundary")
     trainer.stop_requested = True                     # what SIGTERM's handler sets
     done.join(60)
