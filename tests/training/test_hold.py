@@ -3,17 +3,14 @@ run (training/hold.py), trains on the commit promoted meanwhile, and never waits
 writer is gone, whose deadline passed, or that it cannot read; a stop ends the wait."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import threading
 import time
 
-import git
 import pytest
 
-from test_live import commit_knobs, events, promote, steps, wait_for
-from toy_env import KNOBS, write_run
+from test_live import commit_knobs, events, live_run, promote, steps, wait_for
 from training import checkpoint, hold
 from training.trainer import Trainer
 
@@ -37,15 +34,7 @@ def test_blocking_reads_step_deadline_and_writer(tmp_path):
 
 
 def _run(tmp_path, tiny_model_dir, total: int):
-    repo = git.Repo.init(tmp_path / "ws")
-    knobs = json.loads(json.dumps(KNOBS))
-    knobs["env"]["toy"]["max_steps"] = 3
-    promote(repo, commit_knobs(repo, knobs, "start"))
-    run = tmp_path / "run"
-    write_run(run, repo=tmp_path / "ws", model_dir=tiny_model_dir,
-              overrides={"trainer.total_steps": total, "trainer.save_freq": 0,
-                         "rollout.max_turns": 3})
-    return repo, knobs, run
+    return live_run(tmp_path, tiny_model_dir, {"trainer.total_steps": total, "trainer.save_freq": 0})
 
 
 def _held_after_step_1(run):

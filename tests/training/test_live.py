@@ -97,14 +97,20 @@ def test_watcher_wakes_on_ref_writes_not_on_git_reads(tmp_path):
         watcher.stop()
 
 
-def test_hot_reload_applies_at_next_step_and_refuses_broken_module(tmp_path, tiny_model_dir):
+def live_run(tmp_path, tiny_model_dir, overrides: dict):
+    """A git workspace whose live knobs give 3-turn toy episodes, and a run following it."""
     repo = git.Repo.init(tmp_path / "ws")
     knobs = json.loads(json.dumps(KNOBS))
     knobs["env"]["toy"]["max_steps"] = 3
     promote(repo, commit_knobs(repo, knobs, "start"))
     run = tmp_path / "run"
     write_run(run, repo=tmp_path / "ws", model_dir=tiny_model_dir,
-              overrides={"trainer.total_steps": 1000, "rollout.max_turns": 3})
+              overrides={"rollout.max_turns": 3, **overrides})
+    return repo, knobs, run
+
+
+def test_hot_reload_applies_at_next_step_and_refuses_broken_module(tmp_path, tiny_model_dir):
+    repo, knobs, run = live_run(tmp_path, tiny_model_dir, {"trainer.total_steps": 1000})
     proc = subprocess.Popen([sys.executable, "-m", "training.trainer", "--run", str(run)],
                             cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
