@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,39 @@ def test_precision_follows_the_cpu_and_the_config(monkeypatch, tmp_path, tiny_mo
     assert trainer.models.precision == "fp32"
     started = [e for e in metrics.read_lines(run / "events.jsonl") if e["event"] == "started"]
     assert started[0]["precision"] == "fp32"
+
+
+def test_bf16_autocast_trains_on_any_cpu(tmp_path, tiny_model_dir):
+    """model.precision bf16 (what auto picks on GPUs and on CPUs with native bf16): a PPO step runs
+    under bf16 autocast over fp32 master weights, its losses are finite, the weights stay fp32 and
+    move, and they move the way the fp32 step moves them. Adam's first step moves each weight by
+    about lr in the sign of its gradient, so where bf16 rounding (8 mantissa bits) flips a tiny
+    gradient's sign the two steps differ by 2 lr for that weight: the check is the direction of
+    the whole update (cosine of the two weight deltas), which a wrong gradient would scatter. Forced, so both kinds of CPU run it; emulated bf16 is slower."""
+    from training import checkpoint
+
+    states = {}
+    for precision in ("fp32", "bf16"):
+        run = tmp_path / precision
+        write_run(run, workspace_dir=write_workspace(tmp_path / f"ws-{precision}"),
+                  model_dir=tiny_model_dir,
+                  overrides={"trainer.total_steps": 1, "model.precision": precision,
+                             "rollout.temperature": 0.0})
+        trainer = Trainer(run)
+        assert trainer.models.precision == {"fp32": "fp32", "bf16": "bf16-autocast"}[precision]
+        start = {k: v.detach().float().clone() for k, v in trainer.models.policy.state_dict().items()}
+        assert trainer.run() == 0
+        row = list(metrics.read_lines(run / "metrics.jsonl"))[-1]
+        for key in ("actor/pg_loss", "critic/value_loss", "actor/entropy"):
+            assert row[key] is not None and math.isfinite(row[key]), (precision, key)
+        states[precision] = torch.load(checkpoint.step_dir(run / "checkpoints", 1) / "policy.pt",
+                                       weights_only=False)
+    moved = max((states["fp32"][k].float() - start[k]).abs().max().item() for k in start)
+    for k, v in states["bf16"].items():
+        assert v.dtype == torch.float32, k                   # fp32 master weights
+    assert moved > 5e-4                                       # Adam's first step: ~lr = 1e-3
+    d32 = torch.cat([(states["fp32"][k].float() - start[k]).flatten() for k in sorted(start)])
+    d16 = torch.cat([(states["bf16"][k].float() - start[k]).flatten() for k in sorted(start)])
+    cos = torch.nn.functional.cosine_similarity(d32, d16, dim=0).item()
+    print(f"bf16 vs fp32 update cosine {cos:.3f}")
+    assert cos > 0.8, cos
