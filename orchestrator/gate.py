@@ -63,7 +63,7 @@ def content_reasons(ws: Workspace, old: str, new: str, ctx: GateContext) -> tupl
     files = ws.changed_paths(old, new)
     reasons = checks.check_paths(ws, new, files)
     changes: list[dict] = []
-    if any(p == checks.KNOBS or p.startswith(("schema/", "rewards/")) for p in files):
+    if any(p == checks.KNOBS or p.startswith(("schema/", "rewards/", "demonstrations/")) for p in files):
         knob_reasons, changes = checks.check_knobs(ws, old, new, ctx)
         reasons += knob_reasons
     for path, status in files.items():
@@ -76,6 +76,13 @@ def content_reasons(ws: Workspace, old: str, new: str, ctx: GateContext) -> tupl
             reasons += checks.check_rules(ws, new, path, ctx)
         elif path == "control.json":
             reasons += checks.check_control(ws, new, ctx)
+        elif path.startswith("demonstrations/") and path.endswith(".json"):
+            reasons += checks.check_demonstrations(ws, new, path)
+    if checks.DEMOS_SCHEMA in files:      # a changed schema re-checks every bench's examples
+        for bench in checks.BENCH_DIRS:
+            path = f"demonstrations/{bench}.json"
+            if path not in files:
+                reasons += checks.check_demonstrations(ws, new, path)
     if checks.RULES_SCHEMA in files:      # a changed rules schema re-checks every bench's rules
         for bench in checks.BENCH_DIRS:
             path = f"users/{bench}/rules.json"

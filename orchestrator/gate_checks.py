@@ -20,13 +20,14 @@ from orchestrator.workspace import SUBMODULE_MODE, SYMLINK_MODE, Workspace
 KNOBS = "knobs.json"
 KNOB_SCHEMA = "schema/knobs.schema.json"
 RULES_SCHEMA = "schema/rules.schema.json"
+DEMOS_SCHEMA = "schema/demonstrations.schema.json"
 BENCH_DIRS = ("usergym", "colbench", "tau2")
 LAYOUT = [re.compile(p) for p in (
     r"knobs\.json", r"control\.json", r"schema/[A-Za-z0-9_.-]+\.json",
     r"users/(usergym|colbench|tau2)/(rules\.json|persona\.md)", r"rewards/[a-z_][a-z0-9_]*\.py",
-    r"[A-Za-z0-9_.-]+\.md")]
+    r"demonstrations/(usergym|colbench|tau2)\.json", r"[A-Za-z0-9_.-]+\.md")]
 LAYOUT_TEXT = ("knobs.json, control.json, schema/*.json, users/<bench>/rules.json or persona.md, "
-               "rewards/<name>.py, top-level *.md")
+               "rewards/<name>.py, demonstrations/<bench>.json, top-level *.md")
 PERSONA_MAX_CHARS = 8000
 REWARD_LOAD_S = 2.0          # import of a reward module (sandbox wall clock)
 REWARD_CALL_S = 1.5          # all replayed turns (or episodes) of one module, one call
@@ -293,10 +294,66 @@ def _knob_semantics(ws: Workspace, new_tree: str, knobs: dict) -> list[str]:
     if is_number(clip.get("min")) and is_number(clip.get("max")) and clip["min"] > clip["max"]:
         reasons.append(f"{KNOBS}: reward.turn_reward_clip.min {clip['min']} is above "
                        f"reward.turn_reward_clip.max {clip['max']}.")
+    reasons += _demonstration_counts(ws, new_tree, knobs)
     for name, mod in (knobs.get("reward", {}).get("modules") or {}).items():
         if isinstance(mod, dict) and mod.get("enabled") and ws.read_file(new_tree, f"rewards/{name}.py") is None:
             reasons.append(f"{KNOBS}: reward.modules.{name} is enabled but rewards/{name}.py does not exist.")
     return reasons
+
+
+# -- demonstrations ---------------------------------------------------------------------------
+def _demo_file(ws: Workspace, tree: str, bench: str) -> Any:
+    data, _ = load_json(ws, tree, f"demonstrations/{bench}.json")
+    return data if isinstance(data, dict) else {}
+
+
+def _demonstration_counts(ws: Workspace, new_tree: str, knobs: dict) -> list[str]:
+    """env.<gym>.demonstrations may not ask for more examples than demonstrations/<bench>.json
+    holds for the gym: the trainer would silently show fewer than the knob says."""
+    from orchestrator.gate_context import GYM_BENCH
+
+    reasons, files = [], {}
+    for gym, env in (knobs.get("env") or {}).items():
+        want = env.get("demonstrations") if isinstance(env, dict) else None
+        if not isinstance(want, int) or isinstance(want, bool) or want <= 0 or gym not in GYM_BENCH:
+            continue
+        bench = GYM_BENCH[gym]
+        if bench not in files:
+            files[bench] = _demo_file(ws, new_tree, bench)
+        have = files[bench].get(gym)
+        have = len(have) if isinstance(have, list) else 0
+        if want > have:
+            reasons.append(f"{KNOBS}: env.{gym}.demonstrations = {want}, but demonstrations/{bench}.json "
+                           f"has {have} example(s) for {gym}: add examples or lower the knob.")
+    return reasons
+
+
+def check_demonstrations(ws: Workspace, new_tree: str, path: str) -> list[str]:
+    """demonstrations/<bench>.json: its JSON schema, then what the schema cannot say (roles
+    alternate and end with the assistant; every assistant turn parses under that gym's own action
+    parser, `BENCH.check_action`), so a worked example never teaches a refused format."""
+    data, err = load_json(ws, new_tree, path)
+    if err:
+        return [err]
+    if data is None:
+        return []
+    schema, err = load_json(ws, new_tree, DEMOS_SCHEMA)
+    if err or schema is None:
+        return [err or f"{DEMOS_SCHEMA}: missing; demonstrations cannot be checked without it."]
+    import jsonschema
+    try:
+        errors = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(data),
+                        key=lambda e: list(map(str, e.absolute_path)))
+    except jsonschema.SchemaError as exc:
+        return [f"{DEMOS_SCHEMA}: not a valid JSON Schema ({exc.message})."]
+    if errors:
+        return [f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
+                f"{e.message}." for e in errors[:10]]
+    from training import demonstrations              # plain Python: no torch
+    from training.benches import get_bench
+
+    bench = path.split("/")[-1].removesuffix(".json")
+    return demonstrations.problems(get_bench(bench), bench, data)[:10]
 
 
 # -- reward modules ---------------------------------------------------------------------------

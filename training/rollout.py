@@ -39,12 +39,16 @@ class Episode:
     truncated: bool = False
     done: bool = False
     error: str | None = None
+    demonstrations: int = 0                              # worked examples before the task
+    demo_messages: int = 0                               # their chat messages (after the system)
 
     def record(self) -> dict[str, Any]:
         """The episode as it stands in trajectories/step-NNNNNN.jsonl (DESIGN.md)."""
+        task_at = 1 + self.demo_messages
         return {"gym": self.gym, "task_id": self.task_id, "user_arm": self.user_arm,
                 "seed": self.seed, "system": self.messages[0]["content"],
-                "prompt": self.messages[1]["content"] if len(self.messages) > 1 else "",
+                "demonstrations": self.demonstrations,
+                "prompt": self.messages[task_at]["content"] if len(self.messages) > task_at else "",
                 "turns": self.turns, "score": self.score, "success": self.success,
                 "truncated": self.truncated, "return": sum(t.get("reward", 0.0) for t in self.turns),
                 "error": self.error}
@@ -62,13 +66,19 @@ def render(tok, messages: list[dict[str, str]]) -> str:
     return tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def start_episode(models: Models, env: TextEnv, system: str, *, seed: int) -> Episode:
+def start_episode(models: Models, env: TextEnv, system: str, *, seed: int,
+                  demos: list[dict[str, str]] | None = None, n_demos: int = 0) -> Episode:
+    """A reset episode whose context is the system prompt, the worked examples `demos` (chat
+    messages of `n_demos` examples, training/demonstrations.py; mask 0 like every prompt token)
+    and the task's first observation."""
     obs, info = env.reset(seed=seed)
-    messages = [{"role": "system", "content": system}, {"role": "user", "content": obs}]
+    demos = list(demos or [])
+    messages = [{"role": "system", "content": system}, *demos, {"role": "user", "content": obs}]
     ids = models.tokenizer.encode(render(models.tokenizer, messages), add_special_tokens=False)
     return Episode(env=env, gym=str(info.get("gym", env.task.gym)),
                    task_id=str(info.get("task_id", env.task.id)), seed=seed, messages=messages,
-                   tokens=list(ids), mask=[0] * len(ids), turn_ids=[-1] * len(ids))
+                   tokens=list(ids), mask=[0] * len(ids), turn_ids=[-1] * len(ids),
+                   demonstrations=n_demos, demo_messages=len(demos))
 
 
 def _append(ep: Episode, ids: list[int], policy: bool, turn: int) -> None:
@@ -121,6 +131,7 @@ def _turn_record(k: int, text: str, reply: UserReply | None, reward: float,
             "leaked_facts": list(info.get("leaked_facts", ())),
             "asked_question": bool(info.get("asked_question", False)),
             "answered": bool(info.get("answered", False)),
+            "invalid_action": bool(info.get("invalid_action", False)),
             "rule_id": info.get("rule_id"), "tool_calls": list(info.get("tool_calls", ())),
             "user_arm": info.get("user_arm")}
 

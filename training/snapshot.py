@@ -19,6 +19,7 @@ class Snapshot:
     rules: dict[str, dict[str, Any]] = field(default_factory=dict)   # bench -> rules.json
     personas: dict[str, str] = field(default_factory=dict)           # bench -> persona.md text
     reward_files: dict[str, Path] = field(default_factory=dict)      # module name -> path
+    demonstrations: dict[str, dict[str, list]] = field(default_factory=dict)  # bench -> gym -> examples
 
     @classmethod
     def from_dir(cls, root: Path | str, commit: str = "") -> "Snapshot":
@@ -34,5 +35,16 @@ class Snapshot:
                     personas[bench_dir.name] = (bench_dir / "persona.md").read_text()
         rewards = {p.stem: p for p in sorted((root / "rewards").glob("*.py"))} \
             if (root / "rewards").is_dir() else {}
+        from training import demonstrations
+
         return cls(commit=commit, root=root, knobs=knobs, rules=rules, personas=personas,
-                   reward_files=rewards)
+                   reward_files=rewards, demonstrations=demonstrations.load_dir(root))
+
+    def demos_for(self, bench: str, gym: str) -> tuple[list[dict[str, str]], int]:
+        """(chat messages, number of examples) to show before a `gym` task: the first
+        `env.<gym>.demonstrations` examples of demonstrations/<bench>.json."""
+        from training import demonstrations
+
+        examples = self.demonstrations.get(bench, {}).get(gym) or []
+        n = min(demonstrations.knob(self.knobs, gym), len(examples))
+        return demonstrations.messages_for(examples, n), n

@@ -216,7 +216,15 @@ class Trainer:
         return LLMRouter({"default": user})
 
     def check_snapshot(self, snap) -> None:
-        """A snapshot is usable when every gym's environment builds and resets from it."""
+        """A snapshot is usable when every gym's environment builds and resets from it, and its
+        demonstrations parse under the gyms' own action parsers (training/demonstrations.py)."""
+        from training import demonstrations
+
+        name = getattr(self.bench, "name", "")
+        if name in snap.demonstrations and hasattr(self.bench, "check_action"):
+            bad = demonstrations.problems(self.bench, name, snap.demonstrations[name])
+            if bad:
+                raise demonstrations.DemonstrationError(bad[0])
         for gym in self.gyms:
             task = next((t for t in self.tasks if t.gym == gym), None)
             if task is not None:
@@ -340,8 +348,9 @@ class Trainer:
         for i, j, task in D.shard(pairs, self.dist):
             ep_seed = seed + 1000 * i + j
             env = self.bench.make_env(task, self.live.snapshot, seed=ep_seed, llm=self.llm)
+            demos, n = self.live.snapshot.demos_for(self.bench.name, task.gym)
             episodes.append(start_episode(self.models, env, self.bench.system_prompt(task),
-                                          seed=ep_seed))
+                                          seed=ep_seed, demos=demos, n_demos=n))
         return episodes
 
     def run_step(self, step: int) -> dict[str, Any] | None:
@@ -596,6 +605,10 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
     out["episode/turns"] = float(np.mean([len(r["turns"]) for r in records])) if records else 0.0
     out["episode/truncated_frac"] = float(np.mean([r["truncated"] for r in records])) if records else 0.0
     out["episode/question_rate"] = float(np.mean([t["asked_question"] for t in turns])) if turns else 0.0
+    # the share of agent turns the environment refused for their format (no tool prefix, a tool
+    # the gym lacks, a malformed tool call): all of them refused means no learning signal at all
+    out["episode/invalid_rate"] = float(np.mean([t.get("invalid_action", False) for t in turns])) \
+        if turns else 0.0
     revealed = sum(len(t["revealed_facts"]) for t in turns)
     leaked = sum(len(t["leaked_facts"]) for t in turns)
     out["user/leak_rate"] = leaked / revealed if revealed else 0.0
@@ -605,6 +618,9 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         mine = [r for r in records if r["gym"] == gym]
         out[f"reward/{gym}"] = float(np.mean([r["return"] for r in mine]))
         out[f"success/{gym}"] = float(np.mean([r["success"] for r in mine]))
+        mine_turns = [t for r in mine for t in r["turns"]]
+        if mine_turns:
+            out[f"invalid/{gym}"] = float(np.mean([t.get("invalid_action", False) for t in mine_turns]))
         for arm in sorted({r["user_arm"] for r in mine if r["user_arm"]}):
             arm_eps = [r for r in mine if r["user_arm"] == arm]
             out[f"reward/{gym}/{arm}"] = float(np.mean([r["return"] for r in arm_eps]))

@@ -19,7 +19,7 @@ from typing import Any
 
 from training.benches.base import Task
 from training.benches.colbench import data
-from training.benches.colbench.env import GYM, ColBenchEnv
+from training.benches.colbench.env import GYM, ColBenchEnv, check_action as _check_turn
 from training.benches.colbench.scorer import score_answer, score_many
 from training.benches.colbench.spec import FACT_KINDS
 from training.users.mixture import episode_user
@@ -80,6 +80,11 @@ def system_prompt(task: Task) -> str:
     return SYSTEM_PROMPT
 
 
+def check_action(gym: str, text: str) -> str | None:
+    """Why `text` is not a ColBench turn (None: it is): the demonstrations' check."""
+    return _check_turn(text)
+
+
 class _ColBench:
     name = "colbench"
     gyms = (GYM,)
@@ -95,6 +100,7 @@ class _ColBench:
     load_tasks = staticmethod(data.load_tasks)
     make_env = staticmethod(make_env)
     system_prompt = staticmethod(system_prompt)
+    check_action = staticmethod(check_action)
     fact_kinds = frozenset(FACT_KINDS)        # as UserGym's BENCH.fact_kinds: what the data has
     check_withhold = staticmethod(check_withhold)
     score_answer = staticmethod(score_answer)

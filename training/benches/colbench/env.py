@@ -39,6 +39,27 @@ def split_action(text: str) -> tuple[str, str | None]:
     return text[:m.start()].strip(), text[m.end():].strip()
 
 
+def check_action(text: str) -> str | None:
+    """Why `text` is not a ColBench turn (None: it is): a message to the collaborator, or
+    `I WANT TO ANSWER:` and code that parses and defines a function. The hidden tests would score
+    any other answer 0 without the policy ever learning why; the demonstrations' gate check and
+    the rollout's `invalid_action` both use this."""
+    import ast
+
+    from training.benches.colbench.scorer import extract_code
+
+    message, code = split_action(text)
+    if code is None:
+        return None if message else "it is empty: ask a question, or write I WANT TO ANSWER: and the code"
+    try:
+        tree = ast.parse(extract_code(code))
+    except SyntaxError as exc:
+        return f"the code after I WANT TO ANSWER: does not parse ({exc.msg}, line {exc.lineno})"
+    if not any(isinstance(n, ast.FunctionDef) for n in tree.body):
+        return "the code after I WANT TO ANSWER: defines no function"
+    return None
+
+
 def first_sentences(text: str, n: int = 2) -> str:
     parts = _SENTENCE_END.split(text.strip())
     return " ".join(parts[:n])
@@ -102,7 +123,9 @@ class ColBenchEnv(TextEnv):
         need = int(self.env_knobs.get("min_questions", 0))
         accepted = code is not None and self.questions >= need
         info = {"gym": GYM, "task_id": self.task.id, "turn": self.turn, "user_arm": None,
-                "asked_question": asked, "answered": accepted, "answer_refused": code is not None
+                "asked_question": asked, "answered": accepted,
+                "invalid_action": check_action(action) is not None,
+                "answer_refused": code is not None
                 and not accepted, "questions": self.questions, "revealed_facts": [],
                 "leaked_facts": [], "rule_id": None, "tool_calls": []}
         self.history.append({"role": "agent", "content": action})

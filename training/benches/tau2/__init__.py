@@ -21,7 +21,7 @@ from typing import Any
 
 from training.benches.base import Task
 from training.benches.tau2.domain import DOMAINS, Tau2DataError, get_domain
-from training.benches.tau2.env import AGENT_STOP_TOKEN, Tau2Env
+from training.benches.tau2.env import AGENT_STOP_TOKEN, Tau2Env, check_action
 from training.benches.tau2.loader import find_domain_dir, load_domain_tasks, load_shipped_tasks
 from training.benches.tau2.users import FACT_KINDS, symbolic_user
 
@@ -78,6 +78,11 @@ class Tau2Bench:
         user, arm = episode_user(task.gym, snapshot.knobs, symbolic, llm, seed=seed, key=task.id)
         return Tau2Env(task, snapshot.knobs, user, seed=seed, arm=arm,
                        persona=snapshot.personas.get("tau2", ""))
+
+    def check_action(self, gym: str, text: str) -> str | None:
+        """Why `text` is not a `gym` agent turn (None: it is): the demonstrations' check."""
+        specs = get_domain(gym).tools.specs()
+        return check_action(text, {t.name: set(t.parameters.get("properties", {})) for t in specs})
 
     def system_prompt(self, task: Task) -> str:
         """The agent's instructions: the domain policy, the tools (JSON schemas), the format."""

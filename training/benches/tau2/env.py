@@ -74,6 +74,26 @@ def parse_action(action: str) -> tuple[list[ToolCall], str]:
     return [], text
 
 
+def check_action(text: str, tools: dict[str, set[str]] | None = None) -> str | None:
+    """Why `text` is not a tau2 agent turn (None: it is): a malformed tool call, an empty turn,
+    or (given the domain's tools: name -> argument names) a call to a tool the domain does not
+    have or with an argument the tool does not take. The demonstrations' gate check and the
+    rollout's `invalid_action` use it."""
+    try:
+        calls, message = parse_action(text)
+    except ActionParseError as exc:
+        return str(exc)
+    if not calls and not message:
+        return "it is empty: write a message, a <tool_call>, or ###STOP###"
+    for call in calls if tools is not None else []:
+        if call.name not in tools:
+            return f"it calls {call.name!r}, which is not a tool of this domain"
+        extra = sorted(set(call.arguments) - tools[call.name]) if isinstance(call.arguments, dict) else []
+        if extra:
+            return f"{call.name} takes no argument {extra[0]!r} (it takes {', '.join(sorted(tools[call.name]))})"
+    return None
+
+
 def has_stop(text: str, tokens: tuple[str, ...]) -> bool:
     return any(t in text for t in tokens)
 
@@ -118,6 +138,7 @@ class Tau2Env(TextEnv):
             calls, text = parse_action(action)
         except ActionParseError as exc:
             self.errors += 1
+            info["invalid_action"] = True
             self._pending["obs"] = f"TOOL RESULT: Error: {exc}."
             info["tool_calls"].append({"name": None, "arguments": None, "result": str(exc),
                                        "error": True})
@@ -125,6 +146,7 @@ class Tau2Env(TextEnv):
         if calls:       # tool calls and their results are between the agent and the system
             self._pending["obs"] = self._run_agent_calls(calls, info)
             return None
+        info["invalid_action"] = not text       # an empty turn says nothing to anyone
         self.history.append({"role": "agent", "content": text})
         self.agent_messages.append(text)
         self._pending["message"] = text
@@ -166,6 +188,7 @@ class Tau2Env(TextEnv):
     def _info(self) -> dict[str, Any]:
         return {"gym": self.gym, "task_id": self.task.id, "turn": self.turn,
                 "user_arm": self.arm, "asked_question": False, "answered": False,
+                "invalid_action": False,
                 "revealed_facts": [], "leaked_facts": [], "rule_id": None, "tool_calls": []}
 
     def _run_agent_calls(self, calls: list[ToolCall], info: dict) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from training.benches.base import Task, TextEnv
 from training.benches.usergym import function, intention, persuade, tau, telepathy, travel, turtle
-from training.benches.usergym.common import DATA_DIR, read_jsonl
+from training.benches.usergym.common import DATA_DIR, check_action, read_jsonl, tools_text
 from training.users.mixture import episode_user
 from training.users.symbolic import CompiledRules, SymbolicUser, compile_rules
 
@@ -37,25 +37,25 @@ DEFAULT_RULES = Path(__file__).resolve().parents[3] / "workspace" / "users" / "u
 
 _TOOL = ("You act through one tool: write exactly one line that starts with {tools}. You may first "
          "think between <think> and </think>.")
-_GOALS = {
+_GOALS = {  # the gym's goal; its tools are common.ACTS, named by tools_text
     "travel": ("TravelGym: plan the user's trip. [search] <aspect and query> searches the database, "
                "[action] <question> asks the user about their preferences, [answer] <option id> "
                "recommends one option (e.g. [answer] H3). The user wants the cheapest option that "
-               "meets all their preferences.", "[search], [action] or [answer]"),
+               "meets all their preferences."),
     "function": ("FunctionGym: a hidden function maps four numbers to one. [action] a b c d probes it "
                  "with four integers, [search] test shows the test case, [answer] <number> submits the "
-                 "output for the test case (one try).", "[action], [search] or [answer]"),
+                 "output for the test case (one try)."),
     "persuade": ("PersuadeGym: the user holds a claim you oppose. [answer] <argument> argues against it, "
-                 "[action] <question> asks the user why they hold it.", "[answer] or [action]"),
+                 "[action] <question> asks the user why they hold it."),
     "tau": ("TauGym: a customer-service desk. [action] <message> talks to the customer, [search] tools "
             "lists the tools, [answer] {\"name\": TOOL, \"arguments\": {...}} calls one; the first "
-            "write call ends the task.", "[action], [search] or [answer]"),
+            "write call ends the task."),
     "turtle": ("TurtleGym: a lateral-thinking puzzle. [action] <yes/no question> asks the host, "
-               "[answer] <the full hidden story> gives your explanation.", "[action] or [answer]"),
+               "[answer] <the full hidden story> gives your explanation."),
     "intention": ("IntentionGym: the user's request is vague. [action] <one clarifying question> asks "
-                  "about one missing detail at a time.", "[action]"),
+                  "about one missing detail at a time."),
     "telepathy": ("TelepathyGym: the user thinks of an entity. [action] <yes/no question> asks about it, "
-                  "[answer] <name> guesses it.", "[action] or [answer]"),
+                  "[answer] <name> guesses it."),
 }
 
 
@@ -115,9 +115,12 @@ class UserGymBench:
                               persona=snapshot.personas.get("usergym", ""))
 
     def system_prompt(self, task: Task) -> str:
-        goal, tools = _GOALS[task.gym]
-        return "You are an agent that interacts with an environment and a user.\n" + goal + "\n" + \
-            _TOOL.format(tools=tools)
+        return "You are an agent that interacts with an environment and a user.\n" + \
+            _GOALS[task.gym] + "\n" + _TOOL.format(tools=tools_text(task.gym))
+
+    def check_action(self, gym: str, text: str) -> str | None:
+        """Why `text` is not a `gym` action (None: it is): the demonstrations' check."""
+        return check_action(gym, text)
 
 
 BENCH = UserGymBench()

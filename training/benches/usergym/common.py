@@ -34,6 +34,17 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 _ACTION = re.compile(r"^\s*\[(action|search|answer)\]\s*(.*)$", re.S | re.I)
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 ENV_MATCH_THRESHOLD = 0.5   # the gyms' own scorers match questions to facts at a fixed threshold
+# The tools each gym offers, in the order its system prompt names them (UserRL's gyms: Intention
+# only asks, Persuade argues with [answer], Turtle and Telepathy have nothing to search).
+ACTS = {"travel": ("search", "action", "answer"), "function": ("action", "search", "answer"),
+        "persuade": ("answer", "action"), "tau": ("action", "search", "answer"),
+        "turtle": ("action", "answer"), "intention": ("action",), "telepathy": ("action", "answer")}
+
+
+def tools_text(gym: str) -> str:
+    """"[search], [action] or [answer]": the gym's tools as its prompt and refusals name them."""
+    names = [f"[{a}]" for a in ACTS[gym]]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def parse_action(text: str) -> tuple[str, str]:
@@ -42,6 +53,19 @@ def parse_action(text: str) -> tuple[str, str]:
     if not m:
         return "invalid", text.strip()
     return m.group(1).lower(), m.group(2).strip()
+
+
+def check_action(gym: str, text: str) -> str | None:
+    """Why `text` is not an action this gym accepts (None: it is). What the gate asks of every
+    assistant turn of a demonstration, and what `invalid_action` counts in a rollout."""
+    act, content = parse_action(text)
+    if act == "invalid":
+        return f"it does not start with {tools_text(gym)}"
+    if act not in ACTS[gym]:
+        return f"[{act}] is not a tool of {gym} (its tools: {tools_text(gym)})"
+    if not content:
+        return f"[{act}] has nothing after it"
+    return None
 
 
 def clip01(x: float) -> float:
@@ -124,15 +148,19 @@ class UserGymEnv(TextEnv):
         act, content = parse_action(action)
         asked = act == "action" and is_question(content)
         self.questions += int(asked)
+        # refused for its format: no tool prefix, or a tool this gym does not have (the gym's own
+        # on_agent answers the latter); `invalid_action` feeds episode/invalid_rate
+        invalid = act == "invalid" or act not in ACTS.get(self.gym, (act,))
         if act == "invalid":
-            outcome = Outcome(obs="Invalid action: start your message with [action], [search] or [answer].")
+            outcome = Outcome(obs=f"Invalid action: start your message with {tools_text(self.gym)}.")
         else:
             outcome = self.on_agent(act, content)
         # user_arm: the episode's arm (drawn at make_env), on every step so the episode is tagged
         # even when no turn reached the user; user_replied says whether this turn got a reply
         info = {"gym": self.gym, "task_id": self.task.id, "turn": self.turn, "user_arm": self.user_arm,
                 "user_replied": False,
-                "asked_question": asked, "answered": act == "answer", "revealed_facts": [],
+                "asked_question": asked, "answered": act == "answer", "invalid_action": invalid,
+                "revealed_facts": [],
                 "leaked_facts": [], "rule_id": None, "tool_calls": outcome.tool_calls, **outcome.info}
         # the user hears what was said to it: an [action]'s text without the tool prefix
         self.history.append({"role": "agent", "content": content if act == "action" else action})
