@@ -26,6 +26,10 @@ REPLY_GROWTH = 1.5          # user replies 1.5x longer than at the start of the 
 ENTROPY_DROP = 0.35         # recent entropy below 35% of the run's early entropy
 TEMPLATE_DISTINCT = 0.25    # fewer than 25% distinct first agent turns
 LOW_SUCCESS = 0.05          # "success stays near zero"
+INVALID_FRAC = 0.30         # agent turns refused for their format: an untrained SmolLM2-135M had
+                            # 100% refused with no worked example, 19% with one (test split, T 0.7)
+FORMAT_LEARNED = 0.05       # at most 5% refused: the format help may be taken back
+MIN_TURNS = 8               # fewer recent agent turns than this say nothing about a gym
 HARDER_SUCCESS = 0.80       # difficulty may rise once recent success reaches 0.80 (A, write checks)
 
 # Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's
@@ -52,7 +56,7 @@ class Finding:
     """One diagnosed problem, with the numbers that show it."""
 
     kind: str            # deadlock | leak | reply_growth | entropy_collapse | template_collapse |
-                         # low_success | high_success | nan | harm
+                         # low_success | high_success | nan | harm | invalid_actions | format_learned
     gym: str | None      # the gym it concerns, None for run-wide findings
     message: str         # one sentence a person can read
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -254,6 +258,76 @@ def find_deadlocks(episodes: list[dict[str, Any]], turn_cap: int | None = None) 
     return out
 
 
+def _by_gym(episodes: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for ep in episodes:
+        out.setdefault(ep.get("gym", "?"), []).append(ep)
+    return out
+
+
+def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Agent turns the environment refused for their format (`invalid_action` in the trajectories:
+    no tool prefix, a tool the gym lacks, a malformed tool call). Refused turns earn nothing and
+    teach nothing, so a gym where most are refused has no learning signal at all; the remedy is
+    upstream (a worked example in the context, a format reward), not more steps. Per gym: the
+    rate, two refused turns with the environment's answer, and how many demonstrations the
+    episodes were shown. Also `format_learned` where at most 5% are refused (help may go)."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        turns = [t for ep in eps for t in ep.get("turns", [])]
+        if len(turns) < MIN_TURNS or not any("invalid_action" in t for t in turns):
+            continue
+        bad = [t for t in turns if t.get("invalid_action")]
+        rate = len(bad) / len(turns)
+        shown = sorted({int(ep.get("demonstrations") or 0) for ep in eps})
+        evidence = {"rate": round(rate, 3), "turns": len(turns), "refused": len(bad),
+                    "demonstrations": shown[-1] if shown else 0,
+                    "examples": [{"agent": (t.get("agent") or "")[:160],
+                                  "env": (t.get("user") or "")[:120]} for t in bad[:2]]}
+        if rate >= INVALID_FRAC:
+            eg = "; ".join(repr(e["agent"][:70]) for e in evidence["examples"])
+            out.append(Finding("invalid_actions", gym,
+                               f"{rate:.0%} of recent {gym} agent turns ({len(bad)} of {len(turns)}) "
+                               f"were refused for their format, with {evidence['demonstrations']} "
+                               f"demonstration(s) shown; e.g. {eg}.", evidence))
+        elif rate <= FORMAT_LEARNED:
+            out.append(Finding("format_learned", gym,
+                               f"only {rate:.0%} of recent {gym} agent turns were refused for their "
+                               f"format: the policy writes valid actions.", evidence))
+    if not any(f.kind == "invalid_actions" for f in out):
+        out += _pooled_invalid(episodes)
+    return out
+
+
+def _pooled_invalid(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """All gyms together, for runs whose steps sample too few episodes of each gym to judge one
+    (the CPU demo: 4 episodes a step over 7 gyms): the finding names the rate of each gym seen."""
+    by_gym = {}
+    turns_all, bad_all = [], []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        turns = [t for ep in eps for t in ep.get("turns", []) if "invalid_action" in t]
+        if turns:
+            bad = [t for t in turns if t.get("invalid_action")]
+            by_gym[gym] = round(len(bad) / len(turns), 3)
+            turns_all += turns
+            bad_all += bad
+    if len(turns_all) < MIN_TURNS:
+        return []
+    rate = len(bad_all) / len(turns_all)
+    if rate < INVALID_FRAC:
+        return []
+    shown = max((int(ep.get("demonstrations") or 0) for ep in episodes), default=0)
+    eg = "; ".join(repr((t.get("agent") or "")[:70]) for t in bad_all[:2])
+    return [Finding("invalid_actions", None,
+                    f"{rate:.0%} of recent agent turns ({len(bad_all)} of {len(turns_all)}, "
+                    f"{len(by_gym)} gyms) were refused for their format, with {shown} "
+                    f"demonstration(s) shown; e.g. {eg}.",
+                    {"rate": round(rate, 3), "turns": len(turns_all), "refused": len(bad_all),
+                     "demonstrations": shown, "by_gym": by_gym,
+                     "examples": [{"agent": (t.get("agent") or "")[:160],
+                                   "env": (t.get("user") or "")[:120]} for t in bad_all[:2]]})]
+
+
 def _user_turns(eps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [t for ep in eps for t in ep.get("turns", []) if t.get("user") is not None]
 
@@ -380,16 +454,22 @@ def diagnose(run_dir: Path | str, window: int = 10,
     metrics = read_metrics(run_dir)
     episodes = read_episodes(run_dir)
     gyms = _gyms_of(episodes, metrics)
+    invalid = find_invalid_actions(episodes)
+    # refused turns come before deadlocks and low success, which they cause; a learned format
+    # (help that may be withdrawn) comes last
     findings = (find_nan(metrics, window) + find_harm(effects or [])
+                + [f for f in invalid if f.kind == "invalid_actions"]
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
                 + find_leaks(episodes, metrics, window) + find_collapse(episodes, metrics, window)
-                + find_success_extremes(metrics, gyms, window))
+                + find_success_extremes(metrics, gyms, window)
+                + [f for f in invalid if f.kind == "format_learned"])
     return sorted(findings, key=lambda f: not f.irreversible)   # stable: keeps the order above
 
 
 # ----------------------------------------------------------------------------- summary
 
-SUMMARY_METRICS = ("reward/mean", "episode/turns", "episode/question_rate", "user/leak_rate",
+SUMMARY_METRICS = ("reward/mean", "episode/turns", "episode/invalid_rate", "episode/question_rate",
+                   "user/leak_rate",
                    "actor/entropy", "actor/approx_kl", "critic/value_loss", "kl/ref")
 
 
@@ -398,7 +478,7 @@ def summarize(run_dir: Path | str, window: int = 10, samples: int = 2) -> dict[s
     metrics = read_metrics(run_dir)
     episodes = read_episodes(run_dir)
     names = list(SUMMARY_METRICS) + sorted({k for r in metrics[-1:] for k in r
-                                            if k.startswith(("success/", "reward/")) and k != "reward/mean"})
+                                            if k.startswith(("success/", "reward/", "invalid/")) and k != "reward/mean"})
     trends = {}
     for name in names:
         vals = [v for _, v in metric_series(metrics, name)]
@@ -420,7 +500,8 @@ def summarize(run_dir: Path | str, window: int = 10, samples: int = 2) -> dict[s
 
 def _short_episode(ep: dict[str, Any], chars: int = 160) -> dict[str, Any]:
     turns = [{"agent": (t.get("agent") or "")[:chars], "user": (t.get("user") or "")[:chars],
-              "reward": t.get("reward"), "leaked": t.get("leaked_facts") or []}
+              "reward": t.get("reward"), "leaked": t.get("leaked_facts") or [],
+              "invalid": bool(t.get("invalid_action"))}
              for t in ep.get("turns", [])[:6]]
     return {"gym": ep.get("gym"), "task_id": ep.get("task_id"), "user_arm": ep.get("user_arm"),
             "score": ep.get("score"), "truncated": ep.get("truncated"), "turns": turns}

@@ -55,6 +55,7 @@ class StartOptions:
     window: int = 10                     # W of measured effects
     max_lag: int | None = None           # the trainer waits for a session N steps after it began
     overrides: dict[str, Any] = field(default_factory=dict)   # dotted config keys
+    seed_knobs: dict[str, Any] = field(default_factory=dict)  # a new experiment's starting knobs
     poll_s: float = 1.0
     trainer: str = "training.trainer"    # the trainer's module (tests run a stand-in)
 
@@ -70,12 +71,16 @@ class Experiment:
         self.ws = Workspace(Path(self.meta.get("workspace") or self.dir / "workspace"))
 
     @classmethod
-    def open_or_create(cls, name: str, bench: str, runs_dir: Path | str, cap: int = DEFAULT_CAP) -> "Experiment":
+    def open_or_create(cls, name: str, bench: str, runs_dir: Path | str, cap: int = DEFAULT_CAP,
+                       seed_knobs: dict[str, Any] | None = None) -> "Experiment":
         from orchestrator.experiment_init import canonical_bench_name, init_experiment
 
         exp_dir = Path(runs_dir) / name
         if not (exp_dir / "experiment.json").exists():
-            init_experiment(name, bench, runs_dir)
+            init_experiment(name, bench, runs_dir, seed_knobs=seed_knobs)
+        elif seed_knobs:
+            raise UserError(f"--knob sets the starting knobs of a new experiment, and {name!r} "
+                            f"exists: commit the change to its workspace instead (the gate judges it).")
         exp = cls(exp_dir)
         if bench and canonical_bench_name(bench) != exp.meta["bench"]:
             raise UserError(f"experiment {name!r} trains {exp.meta['bench']}, not {bench}: drop --bench "
@@ -443,7 +448,7 @@ def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
         raise UserError(f"unknown agent {opts.agent!r}: choose claude-code, codex, builtin, command or none.")
     if opts.agent == "command" and not opts.agent_cmd:
         raise UserError("--agent command needs --agent-cmd \"PROGRAM ARGS\".")
-    exp = Experiment.open_or_create(name, opts.bench, runs_dir, opts.max_runs)
+    exp = Experiment.open_or_create(name, opts.bench, runs_dir, opts.max_runs, opts.seed_knobs)
     if opts.skill == "generic":
         pin_generic_baseline(exp)
     final = Loop(exp, opts, stop, on_tick)()

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from orchestrator import gate, ledger
 from orchestrator.errors import UserError
@@ -60,8 +61,11 @@ def _check_seed(ws: Workspace, commit: str, where: str) -> None:
 
 
 def init_experiment(name: str, bench: str, runs_dir: Path | str, from_exp: str | None = None,
-                    workspace: str | Path | None = None) -> Path:
-    """Create runs_dir/NAME; returns the experiment folder."""
+                    workspace: str | Path | None = None,
+                    seed_knobs: dict[str, Any] | None = None) -> Path:
+    """Create runs_dir/NAME; returns the experiment folder. `seed_knobs` (dotted knob -> value,
+    `*` for every gym: {"env.*.demonstrations": 0}) are set in the seed before its first commit:
+    the person's starting point, checked by the knob schema like the rest of the seed."""
     if not _NAME.fullmatch(name or ""):
         raise UserError(f"experiment name {name!r} must be letters, digits, '-', '_' or '.', "
                         f"starting with a letter or digit.")
@@ -74,6 +78,8 @@ def init_experiment(name: str, bench: str, runs_dir: Path | str, from_exp: str |
     created = not exp_dir.exists()
     if from_exp and workspace:
         raise UserError("give --from or --workspace, not both.")
+    if workspace and seed_knobs:
+        raise UserError("--knob seeds a new workspace; with --workspace, commit the change there.")
     if workspace:
         ws = Workspace(Path(workspace))
         if ws.main() is None:
@@ -83,8 +89,14 @@ def init_experiment(name: str, bench: str, runs_dir: Path | str, from_exp: str |
         (exp_dir / "workspace.link").write_text(str(ws.path) + "\n")
     else:
         seed, origin = _seed_folder(runs_dir, from_exp)
+        temporary = seed.parent if from_exp else None     # a --from export, removed below
         try:
             _check_seed_folder(seed, origin)
+            if seed_knobs:
+                seed, origin = _with_knobs(seed, origin, seed_knobs)
+                if temporary is not None:
+                    shutil.rmtree(temporary, ignore_errors=True)
+                temporary = seed.parent
             exp_dir.mkdir(parents=True, exist_ok=True)
             ws = Workspace.create(exp_dir / "workspace", seed, _seed_message(origin))
             _check_seed(ws, ws.main(), f"seeded from {origin}")
@@ -93,8 +105,8 @@ def init_experiment(name: str, bench: str, runs_dir: Path | str, from_exp: str |
                 shutil.rmtree(exp_dir, ignore_errors=True)
             raise
         finally:
-            if from_exp:
-                shutil.rmtree(seed.parent, ignore_errors=True)
+            if temporary is not None:          # never the project's own workspace/
+                shutil.rmtree(temporary, ignore_errors=True)
     ws.install_hooks(hook_scripts(exp_dir))
     first = ws.main()
     ws.set_ref(LIVE_REF, first)
@@ -102,7 +114,7 @@ def init_experiment(name: str, bench: str, runs_dir: Path | str, from_exp: str |
     _record_first_verdict(exp_dir, ws, first)
     meta = {"name": name, "bench": bench, "created": time.time(), "runs": [], "cap": RUN_CAP,
             "state": "initialized", "workspace": str(ws.path), "seeded_from": from_exp or
-            (str(workspace) if workspace else "workspace/")}
+            (str(workspace) if workspace else "workspace/"), "seed_knobs": dict(seed_knobs or {})}
     (exp_dir / "experiment.json").write_text(json.dumps(meta, indent=2) + "\n")
     return exp_dir
 
@@ -116,6 +128,37 @@ def _seed_folder(runs_dir: Path, from_exp: str | None) -> tuple[Path, str]:
     live = src.rev(LIVE_REF) or src.main()
     tmp = Path(tempfile.mkdtemp(prefix="eau-seed-"))
     return src.export_tree(live, tmp / "tree"), f"experiment {from_exp} (live {live[:10]})"
+
+
+def _with_knobs(seed: Path, origin: str, knobs: dict[str, Any]) -> tuple[Path, str]:
+    """A copy of the seed folder with `knobs` set (a `*` part matches every key there); the
+    copy lives in a temporary folder (its parent) that the caller removes."""
+    tmp = Path(tempfile.mkdtemp(prefix="eau-seed-"))
+    copy = tmp / "tree"
+    shutil.copytree(seed, copy)
+    data = json.loads((copy / "knobs.json").read_text())
+    for dotted, value in knobs.items():
+        hits = _set_knob(data, dotted.split("."), value)
+        if not hits:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UserError(f"--knob {dotted}: no such knob in knobs.json (e.g. "
+                            f"env.intention.demonstrations, env.*.max_steps).")
+    (copy / "knobs.json").write_text(json.dumps(data, indent=2) + "\n")
+    shown = ", ".join(f"{k}={json.dumps(v)}" for k, v in knobs.items())
+    return copy, f"{origin} with {shown}"
+
+
+def _set_knob(node: Any, parts: list[str], value: Any) -> int:
+    """Set the leaf(s) named by parts ("*" matches every key); returns how many were set."""
+    if not isinstance(node, dict) or not parts:
+        return 0
+    head, rest = parts[0], parts[1:]
+    keys = list(node) if head == "*" else [head] if head in node else []
+    if not rest:
+        for k in keys:
+            node[k] = value
+        return len(keys)
+    return sum(_set_knob(node[k], rest, value) for k in keys)
 
 
 def _check_seed_folder(seed: Path, origin: str) -> None:

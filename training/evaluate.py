@@ -162,9 +162,12 @@ def pristine_snapshot(protocol: dict[str, Any], gyms: tuple[str, ...], bench_nam
     rules = dict(snap.rules)
     if protocol.get("rules") and bench_name:     # the bench's own evaluation rules file
         rules[bench_name] = json.loads(Path(protocol["rules"]).read_text())
+    # the shipped demonstrations at the shipped count (env.<gym>.demonstrations): the worked
+    # examples are part of the environment the policy was trained in, fixed here like the rest
     return Snapshot(commit=snap.commit, root=snap.root,
                     knobs=protocol_knobs(snap.knobs, protocol, gyms), rules=rules,
-                    personas=snap.personas, reward_files=snap.reward_files)
+                    personas=snap.personas, reward_files=snap.reward_files,
+                    demonstrations=snap.demonstrations)
 
 
 def load_bench(name: str):
@@ -264,8 +267,9 @@ def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec:
         episodes = []
         for i, task in enumerate(chunk, start=start):
             env = bench.make_env(task, snapshot, seed=task_seed(spec.seed, i), llm=llm)
+            demos, n = snapshot.demos_for(str(getattr(bench, "name", "")), task.gym)
             episodes.append(start_episode(models, env, bench.system_prompt(task),
-                                          seed=task_seed(spec.seed, i)))
+                                          seed=task_seed(spec.seed, i), demos=demos, n_demos=n))
         torch.manual_seed(task_seed(spec.seed, 10_000_000 + start))
         max_turns = max(int(snapshot.knobs["env"][t.gym]["max_steps"]) for t in chunk)
         rollout(models, episodes, max_turns=max_turns, response_length=int(opts["response_length"]),
@@ -278,12 +282,19 @@ def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec:
     return records
 
 
+def _invalid_rate(records: list[dict[str, Any]]) -> float:
+    """Share of agent turns the environment refused for their format."""
+    turns = [t for r in records for t in r.get("turns", [])]
+    return statistics.fmean(float(bool(t.get("invalid_action"))) for t in turns) if turns else 0.0
+
+
 def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per gym: mean score, success rate, mean turns, truncated share, number of episodes."""
     by_gym: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_gym.setdefault(r["gym"], []).append(r)
     return {gym: {"score": statistics.fmean(float(r["score"]) for r in rs),
+                  "invalid_rate": _invalid_rate(rs),
                   "success": statistics.fmean(float(bool(r["success"])) for r in rs),
                   "turns": statistics.fmean(r["turn_count"] for r in rs),
                   "truncated": statistics.fmean(float(bool(r["truncated"])) for r in rs),

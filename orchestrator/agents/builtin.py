@@ -8,8 +8,15 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   deadlock                    -> lower min_questions, else raise max_steps (within its delta)
   leak / replies growing      -> withhold the leaking fact kind, lower facts_per_reply, stop volunteering
   entropy / template collapse -> raise entropy_coeff within its 0.004 delta
+  invalid actions             -> show one more worked example (env.<gym>.demonstrations), else
+                                 switch on the shipped format reward (rewards/well_formed.py)
   success near zero           -> switch on an intermediate reward module (writing one if none fits)
-  success past 0.80           -> make the gym harder along a knob's x-harder direction
+  success past 0.80           -> make the gym harder along a knob's x-harder direction, taking back
+                                 demonstrations first
+  format learned              -> switch the format reward off again (help goes once not needed)
+
+A session whose findings have no remedy says which finding and why (e.g. episodes ending at the
+trainer's own rollout.max_turns, which no workspace file moves), never just "nothing to change".
 
 Knob limits come from the workspace schema (`orchestrator.diagnostics.knob_spec`); a change the
 experience pool records as harmful is not repeated; a knob changed by a commit whose effect is not
@@ -28,6 +35,7 @@ from orchestrator.agents import base, gitops
 from orchestrator.diagnostics import Finding
 
 PROGRESS_MODULE = "eau_progress"
+FORMAT_MODULE = "well_formed"        # shipped in workspace/rewards/, switched off
 PROGRESS_SOURCE = '''"""Intermediate reward written by the built-in meta-agent: credit for asking a question that
 gets hidden facts revealed, so that progress shows before the first success (paper section 4.3)."""
 
@@ -65,6 +73,7 @@ class Planner:
                  bench_gyms: list[str], avoid: set[tuple[str, str]], busy: set[str]):
         self.knobs, self.schema, self.ws = knobs, schema, ws
         self.gyms, self.avoid, self.busy = bench_gyms, avoid, busy
+        self.unremedied: list[str] = []     # findings left alone this session, with the reason
 
     # ---- helpers
     def value(self, path: str) -> Any:
@@ -103,12 +112,81 @@ class Planner:
                     "leak": self.on_leak, "reply_growth": self.on_reply_growth,
                     "entropy_collapse": self.on_entropy_collapse,
                     "template_collapse": self.on_template_collapse,
-                    "low_success": self.on_low_success, "high_success": self.on_high_success}
+                    "low_success": self.on_low_success, "high_success": self.on_high_success,
+                    "invalid_actions": self.on_invalid_actions,
+                    "format_learned": self.on_format_learned}
+        self.unremedied = []
         for f in findings:
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
             if act is not None:
                 return act
+            if f.kind != "format_learned":        # an observation, not a problem
+                self.unremedied.append(self.why_not(f, run_dir))
         return None
+
+    def why_not(self, f: Finding, run_dir: Path) -> str:
+        """One line: a finding this session leaves alone, and why (the session's summary)."""
+        if f.kind == "deadlock" and f.evidence.get("at_rollout_cap"):
+            cap = diagnostics.rollout_turn_cap(run_dir)
+            return (f"{f.message} Every such episode ends at the trainer's rollout.max_turns {cap} "
+                    f"(config.json), which no workspace file moves: a new run with a larger "
+                    f"--set rollout.max_turns is needed.")
+        return f"{f.message} No remedy within the knobs' limits (or its knobs are still being measured)."
+
+    # ---- invalid actions: help the policy find the format, and take the help back
+    def demo_examples(self, gym: str) -> int:
+        """Examples demonstrations/<bench>.json holds for `gym` (the knob's real ceiling)."""
+        bench = next((b for b, gyms in BENCH_GYMS.items() if gym in gyms), None)
+        try:
+            data = json.loads((self.ws / "demonstrations" / f"{bench}.json").read_text())
+        except (OSError, ValueError):
+            return 0
+        return len(data.get(gym) or []) if isinstance(data, dict) else 0
+
+    def on_invalid_actions(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Most turns refused: the policy has not seen the format. One more worked example for
+        each gym concerned (the whole run's gyms when the finding pools them), within the knob's
+        delta and the examples the file holds; else the shipped format reward."""
+        gyms = [f.gym] if f.gym else [g for g in self.gyms
+                                     if (f.evidence.get("by_gym") or {}).get(g, 1.0) >= diagnostics.INVALID_FRAC]
+        writes = {}
+        for gym in gyms:
+            path = f"env.{gym}.demonstrations"
+            new = self.step(path, +1)
+            if new is not None and new <= self.demo_examples(gym):
+                writes[path] = new
+        if writes:
+            names = ", ".join(sorted({p.split(".")[1] for p in writes}))
+            old = sorted({self.value(p) for p in writes})
+            return Intervention(
+                f"Show one more worked example to {names} ({'/'.join(map(str, old))} -> "
+                f"{'/'.join(map(str, sorted(set(writes.values()))))})",
+                f"{f.message} Refused turns earn nothing, so PPO has no signal; a worked exchange in "
+                f"the context made an untrained 135M policy write valid actions (0 -> 81% of turns "
+                f"on held-out IntentionGym tasks).",
+                "episode/invalid_rate falls, then reward/mean rises.", knobs=writes)
+        path = f"reward.modules.{FORMAT_MODULE}.enabled"
+        modules = self.value("reward.modules") or {}
+        if FORMAT_MODULE in modules and not modules[FORMAT_MODULE].get("enabled") \
+                and (self.ws / "rewards" / f"{FORMAT_MODULE}.py").exists() and path not in self.busy:
+            return Intervention(f"Enable the format reward {FORMAT_MODULE}",
+                                f"{f.message} The worked examples are at their limit; a small "
+                                f"credit for an accepted action gives PPO a difference to learn from.",
+                                "episode/invalid_rate falls.", knobs={path: True})
+        return None
+
+    def on_format_learned(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """The policy writes valid actions: switch the format reward off (it credits form, not
+        content). Demonstrations go later, through the harder direction (on_high_success)."""
+        path = f"reward.modules.{FORMAT_MODULE}.enabled"
+        modules = self.value("reward.modules") or {}
+        if not (modules.get(FORMAT_MODULE) or {}).get("enabled") or path in self.busy:
+            return None
+        return Intervention(f"Disable the format reward {FORMAT_MODULE}: the format is learned",
+                            f"{f.message} Credit for form alone would soon reward long episodes "
+                            f"of valid but useless turns.",
+                            "episode/invalid_rate stays low; reward/mean follows the task reward.",
+                            knobs={path: False})
 
     def on_nan(self, f: Finding, run_dir: Path) -> Intervention | None:
         return self._restart(f, run_dir)
@@ -251,7 +329,9 @@ class Planner:
         for name in sorted(modules):
             src = (self.ws / "rewards" / f"{name}.py")
             path = f"reward.modules.{name}.enabled"
-            if not modules[name].get("enabled") and src.exists() and path not in self.busy \
+            # the format reward credits form, not progress: only invalid actions call for it
+            if name != FORMAT_MODULE and not modules[name].get("enabled") and src.exists() \
+                    and path not in self.busy \
                     and any(re.search(rf"['\"]{g}['\"]", src.read_text()) for g in gyms):
                 return Intervention(f"Enable reward module {name} for {', '.join(gyms)}",
                                     f"{f.message} The policy sees no signal before its first success.",
@@ -267,7 +347,9 @@ class Planner:
     def on_high_success(self, f: Finding, run_dir: Path) -> Intervention | None:
         gym = f.gym or self.gyms[0]
         env = self.value(f"env.{gym}") or {}
-        names = sorted(env, key=lambda n: n == "max_steps")      # max_steps last (A.2: 10 -> 6 harmed)
+        # demonstrations first (help that succeeding no longer needs), max_steps last
+        # (A.2: 10 -> 6 harmed)
+        names = sorted(env, key=lambda n: (n != "demonstrations", n == "max_steps"))
         for name in names:
             path = f"env.{gym}.{name}"
             harder = diagnostics.knob_spec(self.schema, path).get("x-harder")
@@ -361,9 +443,14 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     act = planner.plan(findings, ctx.run_dir)
     transcript = ctx.session_dir / "transcript.md"
     if act is None:
-        log.append("no intervention: nothing actionable, or its knobs are still being measured.")
+        if planner.unremedied:        # a finding is never answered with "nothing to change"
+            log += [f"left alone: {why}" for why in planner.unremedied]
+            summary = f"no remedy for: {planner.unremedied[0]}"
+        else:
+            log.append("no intervention: no finding in the recent steps.")
+            summary = "nothing to change: no finding in the recent steps"
         transcript.write_text("\n".join(log) + "\n")
-        return base.SessionResult(ctx.agent, ctx.session_id, base.OK, "nothing to change",
+        return base.SessionResult(ctx.agent, ctx.session_id, base.OK, summary,
                                   transcript=str(transcript), cost_usd=0.0)
     previous = apply(ws, act, knobs)
     log.append(f"intervention: {act.subject}")

@@ -56,6 +56,9 @@ def register(sub) -> None:
                         "after it began, so its fix is trained on (default: never waits)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, dotted (e.g. --set data.train_batch_size=4)")
+    p.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
+                   help="a new experiment's starting knob, set in its seed workspace before the "
+                        "first commit; '*' matches every gym (e.g. --knob env.*.demonstrations=0)")
     p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
     p.add_argument("--trainer-module", default="training.trainer", help=argparse.SUPPRESS)  # tests' stand-in
     p.set_defaults(func=cmd_start)
@@ -73,7 +76,7 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_agents)
 
 
-def parse_sets(items: list[str]) -> dict:
+def parse_sets(items: list[str], flag: str = "--set") -> dict:
     """`--set KEY=VALUE` items as dotted overrides; VALUE parsed as JSON where it can be."""
     import json
 
@@ -81,7 +84,7 @@ def parse_sets(items: list[str]) -> dict:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise UserError(f"--set {item!r} must look like KEY=VALUE (e.g. data.train_batch_size=4).")
+            raise UserError(f"{flag} {item!r} must look like KEY=VALUE (e.g. data.train_batch_size=4).")
         try:
             out[key] = json.loads(raw)
         except ValueError:
@@ -118,7 +121,8 @@ def cmd_start(args) -> int:
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,
                         budget_usd=args.budget_usd, max_lag=args.max_lag,
-                        overrides=parse_sets(args.set), trainer=args.trainer_module)
+                        overrides=parse_sets(args.set), trainer=args.trainer_module,
+                        seed_knobs=parse_sets(args.knob, flag="--knob"))
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     view = LiveView(root / name, enabled=not args.no_live)

@@ -70,8 +70,15 @@ def test_high_success_makes_the_gym_harder(exp):
     fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.9})
     base.run_session(make_ctx(exp, "builtin"))
     k = knobs(exp)["env"]["colbench"]
-    # one step along x-harder, max_steps left for last (the paper's 10 -> 6 harmed, A.2)
-    assert (k["min_questions"], k["max_steps"], k["human_response_char_limit"]) == (2, 10, 400)
+    # one step along x-harder: the worked example goes first (help succeeding no longer needs)
+    assert (k["demonstrations"], k["min_questions"], k["max_steps"]) == (0, 1, 10)
+    fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.9})
+    base.run_session(make_ctx(exp, "builtin", session="s002"))
+    k = knobs(exp)["env"]["colbench"]
+    # then another knob (demonstrations is being measured), max_steps left for last (the
+    # paper's 10 -> 6 harmed, A.2)
+    assert (k["demonstrations"], k["min_questions"], k["max_steps"], k["human_response_char_limit"]) \
+        == (0, 2, 10, 400)
 
 
 def test_nan_asks_to_resume_from_the_last_good_checkpoint(exp):
@@ -144,3 +151,118 @@ def test_deadlock_at_the_trainers_turn_cap_is_left_alone(exp):
     k = knobs(exp)
     assert k["env"]["colbench"]["min_questions"] == 1 and k["env"]["colbench"]["max_steps"] == 10
     assert k["reward"]["modules"]["eau_progress"]["enabled"]      # the next finding: success near zero
+
+
+def refused_episode(gym, turns=3, invalid=True, demos=1, i=0):
+    """An episode whose agent turns the environment refused for their format (or accepted)."""
+    ep = episode(gym, deadlock=invalid, turns=turns, first=f"Sure, here is my plan {i}")
+    for t in ep["turns"]:
+        t.update(invalid_action=invalid, asked_question=not invalid,
+                 user="Invalid action: start your message with [action]." if invalid else "Ok.")
+    ep["demonstrations"] = demos
+    return ep
+
+
+def commit_knob(exp, dotted, value):
+    path = exp / "workspace" / "knobs.json"
+    k = json.loads(path.read_text())
+    node = k
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    path.write_text(json.dumps(k, indent=2) + "\n")
+    subprocess.run(["git", "-C", str(exp / "workspace"), "-c", "user.name=p", "-c", "user.email=p@x",
+                    "commit", "-qam", f"set {dotted}"], check=True)
+
+
+def test_invalid_actions_show_one_more_worked_example(exp):
+    """Most turns refused: one more demonstration for the gym (1 -> 2), with the numbers and the
+    refused turns in the diagnosis; the commit carries Why/Expect."""
+    from orchestrator import diagnostics
+
+    fresh_run(exp, episodes_fn=lambda s, r: [refused_episode("colbench", i=i) for i in range(6)])
+    found = [f for f in diagnostics.diagnose(exp / "run-001") if f.kind == "invalid_actions"]
+    assert found and found[0].gym == "colbench" and found[0].evidence["rate"] == 1.0
+    assert "100% of recent colbench agent turns (54 of 54)" in found[0].message   # 3 files
+    assert found[0].evidence["examples"][0]["agent"].startswith("Sure, here is my plan")
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["env"]["colbench"]["demonstrations"] == 2
+    msg = last_msg(exp)
+    assert "Show one more worked example to colbench (1 -> 2)" in msg
+    assert "Expect: episode/invalid_rate falls" in msg
+
+
+def test_invalid_actions_at_the_examples_limit_switch_on_the_format_reward(exp):
+    """The knob already shows every example the file holds (3 for colbench): the shipped format
+    reward is switched on instead, and its turn reward credits accepted turns only."""
+    commit_knob(exp, "env.colbench.demonstrations", 3)
+    fresh_run(exp, episodes_fn=lambda s, r: [refused_episode("colbench", demos=3, i=i) for i in range(6)])
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert res.status == base.OK, res.reason
+    k = knobs(exp)
+    assert k["env"]["colbench"]["demonstrations"] == 3
+    assert k["reward"]["modules"]["well_formed"] == {"enabled": True, "weight": 1.0}
+    ns: dict = {}
+    exec((exp / "workspace" / "rewards" / "well_formed.py").read_text(), ns)
+    assert ns["turn_reward"]({"invalid_action": True}) == 0.0
+    assert ns["turn_reward"]({"invalid_action": False}) > 0.0
+
+
+def test_format_reward_is_withdrawn_once_the_format_is_learned(exp):
+    """Help goes both ways: with at most 5% of turns refused, the format reward is switched off."""
+    commit_knob(exp, "reward.modules.well_formed.enabled", True)
+    fresh_run(exp, episodes_fn=lambda s, r: [refused_episode("colbench", invalid=False, i=i)
+                                             for i in range(6)])
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["reward"]["modules"]["well_formed"]["enabled"] is False
+    assert "the format is learned" in last_msg(exp)
+
+
+def test_pooled_invalid_actions_raise_every_gym_of_the_run(tmp_path, monkeypatch):
+    """A CPU demo's steps see one or two episodes per gym: the finding pools the gyms, and the
+    remedy raises the demonstrations of every gym of the run in one commit (0 -> 1)."""
+    from runlogs import make_workspace
+
+    from orchestrator.agents.base import SessionContext
+    from orchestrator import diagnostics
+
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp = tmp_path / "exp"
+    make_workspace(exp / "workspace")
+    gyms = ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy")
+    for g in gyms:
+        commit_knob(exp, f"env.{g}.demonstrations", 0)
+    write_run(exp / "run-001", 10, gym="intention", episodes_fn=lambda s, r: [
+        refused_episode(g, demos=0, i=i) for i, g in enumerate(gyms[:4])])
+    (exp / "run-001" / "config.json").write_text('{"gyms": []}\n')
+    found = [f for f in diagnostics.diagnose(exp / "run-001") if f.kind == "invalid_actions"]
+    assert [f.gym for f in found] == [None] and found[0].evidence["by_gym"]["travel"] == 1.0
+    ctx = SessionContext(agent="builtin", session_id="s001", exp_dir=exp, workspace=exp / "workspace",
+                         run_dir=exp / "run-001", bench="usergym", experience_dir=tmp_path / "pool",
+                         skill_path=Path(__file__).resolve().parents[3] / "skills/eau/SKILL.md")
+    res = base.run_session(ctx)
+    assert res.status == base.OK, res.reason
+    assert {g: knobs(exp)["env"][g]["demonstrations"] for g in gyms} == {g: 1 for g in gyms}
+
+
+def test_findings_without_a_remedy_are_named_not_nothing_to_change(exp):
+    """Success zero and every episode truncated at the trainer's own turn cap, with nothing in the
+    workspace left to move: the session says so and what would help, not 'nothing to change'."""
+    commit_knob(exp, "reward.modules.eau_progress", {"enabled": True, "weight": 0.5})
+    (exp / "workspace" / "rewards" / "eau_progress.py").write_text(
+        "APPLIES_TO = ['colbench']\n\ndef turn_reward(turn):\n    return 0.0\n")
+    subprocess.run(["git", "-C", str(exp / "workspace"), "-c", "user.name=p", "-c", "user.email=p@x",
+                    "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(exp / "workspace"), "-c", "user.name=p", "-c", "user.email=p@x",
+                    "commit", "-qm", "progress on"], check=True)
+    fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.0},
+              episodes_fn=lambda s, r: [episode("colbench", deadlock=True, turns=4, first=f"q{i}")
+                                        for i in range(4)])
+    (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {"max_turns": 4}}))
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert res.commits == []
+    assert "nothing to change" not in res.reason
+    assert "rollout.max_turns 4" in res.reason and "--set rollout.max_turns" in res.reason
