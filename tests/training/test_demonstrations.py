@@ -139,3 +139,26 @@ def test_trainer_hot_reloads_changed_examples(tmp_path, tiny_model_dir):
     failed = [e for e in metrics.read_lines(run / "events.jsonl") if e["event"] == "reload_failed"]
     assert failed and failed[-1]["commit"] == bad.hexsha and "intention[0]" in failed[-1]["error"]
     assert trainer.live.commit == good.hexsha
+
+
+@pytest.mark.parametrize("bench,gym,text,invalid", [
+    ("usergym", "intention", "What is your budget?", True),                  # no tool prefix
+    ("usergym", "intention", "[search] budget", True),                       # not an intention tool
+    ("usergym", "intention", "[action] What is your budget?", False),
+    ("colbench", "colbench", "```python\ndef f(x):\n    return x\n```", True),   # code, no marker
+    ("colbench", "colbench", "I WANT TO ANSWER:\ndef f(x):\n    return x", False),
+    ("colbench", "colbench", "What should f return for an empty list?", False),
+    ("tau2", "retail", '<tool_call>{"name": get}</tool_call>', True),          # malformed call
+    ("tau2", "retail", "Could you tell me your email?", False),
+])
+def test_environments_mark_turns_refused_for_their_format(bench, gym, text, invalid):
+    """`invalid_action` in a step's info (what episode/invalid_rate counts) agrees with the
+    bench's own check_action, the demonstrations' gate check."""
+    b = get_bench(bench)
+    snap = Snapshot.from_dir(SHIPPED)
+    task = b.load_tasks("train", gyms=[gym])[0]
+    env = b.make_env(task, snap, seed=1)
+    env.reset(seed=1)
+    info = env.step(text)[4]
+    assert info["invalid_action"] is invalid
+    assert (b.check_action(gym, text) is not None) is invalid

@@ -28,6 +28,7 @@ GYM = "colbench"
 MARKER = re.compile(r"I\s+WANT\s+TO\s+ANSWER\s*:", re.I)
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CODE = re.compile(r"```(?:python|py)\b|^\s*def \w+\s*\(", re.M | re.I)
 
 
 def split_action(text: str) -> tuple[str, str | None]:
@@ -50,7 +51,13 @@ def check_action(text: str) -> str | None:
 
     message, code = split_action(text)
     if code is None:
-        return None if message else "it is empty: ask a question, or write I WANT TO ANSWER: and the code"
+        if not message:
+            return "it is empty: ask a question, or write I WANT TO ANSWER: and the code"
+        # code without the marker goes to the collaborator as a message and is never scored:
+        # the untrained SmolLM2 did this on most first turns (16 held-out tasks, no example)
+        if _CODE.search(message):
+            return "it holds code but not I WANT TO ANSWER:, so it is a message, never submitted"
+        return None
     try:
         tree = ast.parse(extract_code(code))
     except SyntaxError as exc:
