@@ -272,10 +272,13 @@ def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
     upstream (a worked example in the context, a format reward), not more steps. Per gym: the
     rate, two refused turns with the environment's answer, and how many demonstrations the
     episodes were shown. Also `format_learned` where at most 5% are refused (help may go)."""
-    out = []
+    out, few = [], []
     for gym, eps in sorted(_by_gym(episodes).items()):
         turns = [t for ep in eps for t in ep.get("turns", [])]
-        if len(turns) < MIN_TURNS or not any("invalid_action" in t for t in turns):
+        if not any("invalid_action" in t for t in turns):
+            continue
+        if len(turns) < MIN_TURNS:
+            few += eps
             continue
         bad = [t for t in turns if t.get("invalid_action")]
         rate = len(bad) / len(turns)
@@ -294,14 +297,12 @@ def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
             out.append(Finding("format_learned", gym,
                                f"only {rate:.0%} of recent {gym} agent turns were refused for their "
                                f"format: the policy writes valid actions.", evidence))
-    if not any(f.kind == "invalid_actions" for f in out):
-        out += _pooled_invalid(episodes)
-    return out
+    return out + _pooled_invalid(few)
 
 
 def _pooled_invalid(episodes: list[dict[str, Any]]) -> list[Finding]:
-    """All gyms together, for runs whose steps sample too few episodes of each gym to judge one
-    (the CPU demo: 4 episodes a step over 7 gyms): the finding names the rate of each gym seen."""
+    """The gyms with too few recent turns to judge one by one, together (the CPU demo samples 4
+    episodes a step over 7 gyms): one finding (gym None) naming the rate of each gym in it."""
     by_gym = {}
     turns_all, bad_all = [], []
     for gym, eps in sorted(_by_gym(episodes).items()):

@@ -74,6 +74,7 @@ class Planner:
         self.knobs, self.schema, self.ws = knobs, schema, ws
         self.gyms, self.avoid, self.busy = bench_gyms, avoid, busy
         self.unremedied: list[str] = []     # findings left alone this session, with the reason
+        self.findings: list[Finding] = []
 
     # ---- helpers
     def value(self, path: str) -> Any:
@@ -116,6 +117,7 @@ class Planner:
                     "invalid_actions": self.on_invalid_actions,
                     "format_learned": self.on_format_learned}
         self.unremedied = []
+        self.findings = findings
         for f in findings:
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
             if act is not None:
@@ -147,8 +149,15 @@ class Planner:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
         delta and the examples the file holds; else the shipped format reward."""
-        gyms = [f.gym] if f.gym else [g for g in self.gyms
-                                     if (f.evidence.get("by_gym") or {}).get(g, 1.0) >= diagnostics.INVALID_FRAC]
+        gyms: list[str] = []        # every gym some refusal finding names: one remedy, one cause
+        judged = {x.gym for x in self.findings if x.gym}          # gyms with a finding of their own
+        for g in [x for x in self.findings if x.kind == "invalid_actions"] or [f]:
+            by_gym = g.evidence.get("by_gym") or {}
+            # a pooled finding: its gyms' rates; a gym not seen recently shares the failure
+            gyms += [g.gym] if g.gym else [
+                x for x in self.gyms if by_gym.get(x, 0.0) >= diagnostics.INVALID_FRAC
+                or (x not in by_gym and x not in judged)]
+        gyms = [g for g in self.gyms if g in gyms]
         writes = {}
         for gym in gyms:
             path = f"env.{gym}.demonstrations"

@@ -113,3 +113,41 @@ def test_cli_agents_through_the_loop_with_failing_sessions(agent, tmp_path, monk
     assert any(a["commit"] == good for a in ledger.read_lines(exp.dir, "applied"))
     steps = [json.loads(x)["step"] for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 61))          # training went on through every failed session
+
+
+@pytest.mark.slow
+def test_builtin_shows_worked_examples_when_every_turn_is_refused(tmp_path, monkeypatch, tiny_model_dir):
+    """The README demo's story on a tiny model: an experiment started without worked examples
+    (--knob env.*.demonstrations=0), whose untrained policy has every turn refused for its format;
+    the built-in agent diagnoses the invalid actions, its commit raising the demonstrations passes
+    the gate and the running trainer applies it, and from that step on the episodes are shown one
+    example (their `demonstrations` field) while the earlier ones were shown none."""
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    opts = StartOptions(bench="usergym", agent="builtin", every=2, preset="cpu", steps=6, window=2,
+                        model=str(tiny_model_dir), poll_s=0.5, max_lag=1,
+                        seed_knobs={"env.*.demonstrations": 0},
+                        overrides={"gyms": ["intention", "telepathy"], "data.train_batch_size": 2,
+                                   "rollout.n": 2, "rollout.max_turns": 3,
+                                   "rollout.response_length": 8, "trainer.save_freq": 0,
+                                   "trainer.trajectories_per_step": 8})
+    exp, final = run_experiment("format", opts, tmp_path)
+    assert final == "finished"
+    fixes = [s for s in ledger.read_lines(exp.dir, "session") if s["commits"]]
+    assert fixes, ledger.read_lines(exp.dir, "session")
+    fix = fixes[0]["commits"][0]
+    body = git(exp.ws.path, "log", "-1", "--format=%s%n%b", fix)
+    assert body.startswith("Show one more worked example") and "refused for their format" in body
+    assert [v["verdict"] for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == fix] == ["accepted"]
+    applied = [a for a in ledger.read_lines(exp.dir, "applied") if a["commit"] == fix]
+    assert applied, "the trainer never applied the fix"
+    step = applied[0]["step"]
+    knobs = json.loads(git(exp.ws.path, "show", f"{fix}:knobs.json"))
+    assert knobs["env"]["intention"]["demonstrations"] == knobs["env"]["telepathy"]["demonstrations"] == 1
+    shown = {}
+    for f in sorted((exp.dir / "run-001" / "trajectories").glob("step-*.jsonl")):
+        s = int(f.stem.split("-")[1])
+        shown[s] = {json.loads(x)["demonstrations"] for x in f.read_text().splitlines()}
+    assert all(v == {0} for s, v in shown.items() if s < step), shown
+    assert all(v == {1} for s, v in shown.items() if s >= step) and max(shown) >= step, shown
+    rows = [json.loads(x) for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["episode/invalid_rate"] > 0.5 for r in rows if r["step"] < step)   # the finding's cause
