@@ -93,3 +93,13 @@ def sync_applied(exp_dir: Path | str) -> int:
                 seen.add(key)
                 added += 1
     return added
+
+
+def effect_text(rec: dict[str, Any]) -> str:
+    """One effect line as `log` and `status` show it: "reward/mean +0.1 (helped)", or
+    "reward/mean unmeasured (why)" where the run ended before the window filled and `delta` is
+    null (effects.update_effects with final=True writes such lines)."""
+    delta = rec.get("delta")
+    if rec.get("label") == "unmeasured" or not isinstance(delta, (int, float)):
+        return f"{rec.get('metric')} {rec.get('label') or 'unmeasured'} ({rec.get('reason') or 'too few steps'})"
+    return f"{rec.get('metric')} {delta:+.3g} ({rec.get('label')})"

@@ -259,7 +259,7 @@ def cmd_status(args) -> int:
         a, e = applied.get(v["commit"]), effects.get(v["commit"])
         t.add_row(v["commit"][:10], v.get("agent") or v.get("author_kind") or "?", v.get("verdict", "?"),
                   f"{a['run']} step {a['step']}" if a else "pending",
-                  f"{e['label']} ({e['metric']} {e['delta']:+.3f})" if e else "-")
+                  ledger.effect_text(e) if e else "-")
     console.print(t)
     sessions = ledger.read_lines(exp.dir, "session")
     cost = sum(s.get("cost_usd") or 0.0 for s in sessions)

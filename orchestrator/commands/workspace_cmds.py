@@ -123,13 +123,7 @@ def cmd_log(args) -> int:
         if r["type"] == "applied":
             applied.setdefault(r.get("commit"), []).append(f"{r.get('run')}@{r.get('step')}")
         elif r["type"] == "effect":
-            delta = r.get("delta")
-            if r.get("label") == "unmeasured":
-                text = f"{r.get('metric')} unmeasured: {r.get('reason', 'too few steps')}"
-            else:
-                delta = f"{delta:+.3g}" if isinstance(delta, (int, float)) else str(delta)
-                text = f"{r.get('metric')} {delta} ({r.get('label')})"
-            effects.setdefault(r.get("commit"), []).append(text)
+            effects.setdefault(r.get("commit"), []).append(ledger.effect_text(r))
     table = Table(title=f"interventions of {name}", show_lines=True)
     for col in ("commit", "author", "files and knob changes", "verdict", "applied", "effect"):
         table.add_column(col, overflow="fold")

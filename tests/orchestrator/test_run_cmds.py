@@ -70,3 +70,36 @@ def test_live_view_renders_progress_metrics_and_sessions(tmp_path):
     out.close()
     text = (tmp_path / "view.txt").read_text()
     assert "run-001" in text and "4/10" in text and "reward/mean" in text and "meta-agent sessions" in text
+
+
+def _experiment_with_a_run(tmp_path):
+    """runs/e1 with one run of 3 metric lines and one accepted person's commit applied at step 2."""
+    from gate_testkit import knob_commit, make_experiment, write_metrics, ws_of
+
+    from orchestrator import ledger
+    from orchestrator.experiment import Experiment
+
+    exp_dir = make_experiment(tmp_path, "e1")
+    ws = ws_of(exp_dir)
+    sha = knob_commit(ws, "agent.entropy_coeff", 0.003)
+    assert main(["--runs-dir", str(tmp_path / "runs"), "gate", "--exp", "e1"]) == 0
+    write_metrics(exp_dir, [{"step": s, "reward/mean": 0.1 * s, "success/travel": 0.2} for s in (1, 2, 3)])
+    exp = Experiment(exp_dir)
+    exp.runs.append({"name": "run-001", "reason": "first", "state": "finished"})
+    exp.save()
+    ledger.append_line(exp_dir, {"type": "applied", "commit": sha, "run": "run-001", "step": 2})
+    return exp_dir, sha
+
+
+def test_status_shows_an_unmeasured_effect_with_its_reason(tmp_path, capsys):
+    from orchestrator import ledger
+
+    exp_dir, sha = _experiment_with_a_run(tmp_path)
+    # the run ended two steps after the commit: effects.update_effects(final=True) writes delta null
+    ledger.append_line(exp_dir, {"type": "effect", "commit": sha, "run": "run-001", "metric": "reward/mean",
+                                 "before": None, "after": None, "delta": None, "noise": None,
+                                 "label": "unmeasured", "reason": "the run ended first"})
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
+    out = capsys.readouterr().out
+    assert "unmeasured" in out and "the run ended first" in out and "run-001 step 2" in out
