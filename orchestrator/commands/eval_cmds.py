@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import paths
+from orchestrator.commands.common import add_experiment_args, experiment_arg
 from orchestrator.errors import UserError
 
 _RUN_RE = re.compile(r"^run-(\d+)$")
@@ -45,9 +46,8 @@ def register(subparsers) -> None:
         description="Evaluate the final checkpoint of an experiment's final run (or the run or "
                     "checkpoint named) under the bench's fixed protocol; results go to "
                     "runs/NAME/eval/, which meta-agent sessions never see.")
-    p.add_argument("target", nargs="?", default=None,
-                   help="experiment name or folder, a run folder (NAME/run-002) or a checkpoint "
-                        "folder; optional with --model")
+    add_experiment_args(p, "experiment name or folder, a run folder (NAME/run-002) or a "
+                           "checkpoint folder; optional with --model", dest="target", metavar="TARGET")
     p.add_argument("--bench", default=None, help="usergym, colbench or tau2 (default: the "
                    "experiment's bench)")
     p.add_argument("--split", default="test", help="task split (default: test)")
@@ -66,7 +66,9 @@ def register(subparsers) -> None:
     r = subparsers.add_parser("report", help="HTML report with the results table and figures",
                               description="Write an HTML page (figures beside it) for one or "
                                           "more experiments.")
-    r.add_argument("experiments", nargs="+", help="experiment names or folders")
+    r.add_argument("experiments", nargs="*", metavar="NAME", help="experiment names or folders")
+    r.add_argument("--exp", action="append", default=[], metavar="NAME",
+                   help="the same as NAME (repeat it for several experiments)")
     r.add_argument("--out", default=None,
                    help="output folder (default: runs/NAME/report, or runs/report-A-B for several)")
     r.set_defaults(func=cmd_report)
@@ -197,7 +199,7 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
 def cmd_eval(args) -> int:
     if args.episodes is not None and args.episodes < 1:
         raise UserError("--episodes must be at least 1.")
-    t = resolve_target(args.target, args.model, args.runs_dir)
+    t = resolve_target(experiment_arg(args, dest="target"), args.model, args.runs_dir)
     bench = _bench_of(t.exp_root, args.bench)
     t.exp_root.mkdir(parents=True, exist_ok=True)
     if t.checkpoint is None and not (t.exp_root / "experiment.json").exists():
@@ -213,7 +215,10 @@ def cmd_eval(args) -> int:
 def cmd_report(args) -> int:
     from orchestrator.report import build_report
 
-    folders = [_exp_folder(name, args.runs_dir) for name in args.experiments]
+    names = list(dict.fromkeys(args.experiments + args.exp))
+    if not names:
+        raise UserError("name the experiments to report on: `orchestrator report NAME [NAME ...]`.")
+    folders = [_exp_folder(name, args.runs_dir) for name in names]
     if args.out:
         out = Path(args.out)
     elif len(folders) == 1:

@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from orchestrator import diagnostics, ledger
+from orchestrator.commands.common import add_experiment_args, experiment_arg, only_experiment
 from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
 from orchestrator.paths import runs_dir
@@ -37,7 +38,7 @@ def register(sub) -> None:
     p = sub.add_parser("start", help="train with a meta-agent co-evolving the training system")
     p.add_argument("--agent", default="builtin", choices=("claude-code", "codex", "builtin", "command", "none"))
     p.add_argument("--bench", default=None, help="usergym, colbench or tau2 (needed for a new experiment)")
-    p.add_argument("--exp", default=None, help="experiment name (default: BENCH-AGENT); an existing one continues")
+    add_experiment_args(p, "experiment name (default: BENCH-AGENT); an existing one continues")
     p.add_argument("--every", type=int, default=None,
                    help="a session every K trainer steps (default 10; 2 with --preset cpu, an 8-step run)")
     p.add_argument("--minutes", type=float, default=None, help="or every T minutes, whichever comes first")
@@ -64,11 +65,11 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_start)
 
     p = sub.add_parser("status", help="where an experiment stands")
-    p.add_argument("exp", nargs="?")
+    add_experiment_args(p, "experiment (default: the only one)")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("stop", help="checkpoint and stop a running experiment")
-    p.add_argument("exp", nargs="?")
+    add_experiment_args(p, "experiment (default: the only one)")
     p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the checkpoint")
     p.set_defaults(func=cmd_stop)
 
@@ -93,8 +94,9 @@ def parse_sets(items: list[str], flag: str = "--set") -> dict:
 
 
 def _exp_name(args, root: Path) -> str:
-    if args.exp:
-        return args.exp
+    name = experiment_arg(args)
+    if name:
+        return name
     if not args.bench:
         raise UserError("give --bench B for a new experiment, or --exp NAME to continue one.")
     return f"{args.bench.lower()}-{args.agent}"
@@ -207,10 +209,8 @@ def _sessions_table(exp_dir: Path, last: int) -> Table:
 
 # -- status -----------------------------------------------------------------------------------
 def _pick(args) -> Path:
-    from orchestrator.commands.workspace_cmds import _only_experiment
-
     root = runs_dir(args.runs_dir)
-    name = args.exp or _only_experiment(args.runs_dir)
+    name = experiment_arg(args) or only_experiment(args.runs_dir)
     if not (root / name / "experiment.json").exists():
         raise UserError(f"no experiment {name!r} in {root}: `orchestrator start --bench B --exp {name}` creates it.")
     return root / name

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from orchestrator import gate, ledger
+from orchestrator.commands.common import add_experiment_args, experiment_arg, only_experiment
 from orchestrator.errors import UserError
 from orchestrator.experiment_init import init_experiment, load_experiment
 from orchestrator.paths import runs_dir
@@ -25,19 +26,21 @@ from orchestrator.workspace import LIVE_REF
 
 def register(sub) -> None:
     p = sub.add_parser("init", help="create an experiment: runs/NAME with its git workspace")
-    p.add_argument("--exp", required=True, help="experiment name")
+    add_experiment_args(p, "experiment name (letters, digits, '-', '_', '.')")
     p.add_argument("--bench", required=True, help="usergym, colbench or tau2 (any case, tau2-bench)")
     p.add_argument("--from", dest="from_exp", default=None, help="seed from another experiment's live tree")
     p.add_argument("--workspace", default=None, help="use this existing git repository as the workspace")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("gate", help="judge the commits on the workspace's main not yet judged")
-    p.add_argument("--exp", required=True)
-    p.add_argument("commit", nargs="?", help="show (or judge) this commit only")
+    p = sub.add_parser("gate", help="judge the commits on the workspace's main not yet judged",
+                       usage="orchestrator gate [-h] [NAME] [COMMIT] | --exp NAME [COMMIT]")
+    add_experiment_args(p, "experiment (default: the only one)")
+    p.add_argument("commit", nargs="?", metavar="COMMIT",
+                   help="show this commit's verdict (judging it, and the ones before it, first)")
     p.set_defaults(func=cmd_gate)
 
     p = sub.add_parser("log", help="every intervention of an experiment, as a table")
-    p.add_argument("exp", nargs="?", help="experiment (default: the only one)")
+    add_experiment_args(p, "experiment (default: the only one)")
     p.set_defaults(func=cmd_log)
 
     p = sub.add_parser("diff", help="compare two experiments or runs (EXP or EXP/run-NNN)")
@@ -48,10 +51,13 @@ def register(sub) -> None:
 
 # -- init and gate ----------------------------------------------------------------------------
 def cmd_init(args) -> int:
-    exp = init_experiment(args.exp, args.bench, runs_dir(args.runs_dir), from_exp=args.from_exp,
+    name = experiment_arg(args)
+    if not name:
+        raise UserError("name the new experiment: `orchestrator init NAME --bench B`.")
+    exp = init_experiment(name, args.bench, runs_dir(args.runs_dir), from_exp=args.from_exp,
                           workspace=args.workspace)
     ws = gate.open_experiment_workspace(exp)
-    print(f"experiment {args.exp}: {exp}\nworkspace: {ws.path}\nlive: {ws.rev(LIVE_REF)}")
+    print(f"experiment {name}: {exp}\nworkspace: {ws.path}\nlive: {ws.rev(LIVE_REF)}")
     return 0
 
 
@@ -72,7 +78,10 @@ def _print_verdict(v: dict, sha: str) -> None:
 
 
 def cmd_gate(args) -> int:
-    exp = _exp_dir(args.exp, args.runs_dir)
+    if (args.exp and args.name and not args.commit             # `gate --exp NAME COMMIT`
+            and not (runs_dir(args.runs_dir) / args.name / "experiment.json").exists()):
+        args.name, args.commit = None, args.name
+    exp = _exp_dir(experiment_arg(args) or only_experiment(args.runs_dir), args.runs_dir)
     ws = gate.open_experiment_workspace(exp)
     if args.commit:
         sha = ws.rev(args.commit)
@@ -94,16 +103,6 @@ def cmd_gate(args) -> int:
 
 
 # -- log --------------------------------------------------------------------------------------
-def _only_experiment(override: str | None) -> str:
-    root = runs_dir(override)
-    names = sorted(p.parent.name for p in root.glob("*/experiment.json"))
-    if len(names) == 1:
-        return names[0]
-    if not names:
-        raise UserError(f"no experiments in {root}: create one with `orchestrator init --exp NAME --bench B`.")
-    raise UserError(f"several experiments in {root} ({', '.join(names)}): name one.")
-
-
 def _changes_text(rec: dict) -> str:
     lines = [f"{k['path']}: {json.dumps(k['old'])} -> {json.dumps(k['new'])}"
              for k in rec.get("knob_changes") or []]
@@ -114,7 +113,7 @@ def _changes_text(rec: dict) -> str:
 
 
 def cmd_log(args) -> int:
-    name = args.exp or _only_experiment(args.runs_dir)
+    name = experiment_arg(args) or only_experiment(args.runs_dir)
     exp = _exp_dir(name, args.runs_dir)
     ledger.sync_applied(exp)
     records = ledger.read_lines(exp)
