@@ -64,16 +64,28 @@ def register(sub) -> None:
     p.add_argument("--trainer-module", default="training.trainer", help=argparse.SUPPRESS)  # tests' stand-in
     p.set_defaults(func=cmd_start)
 
-    p = sub.add_parser("status", help="where an experiment stands")
+    p = sub.add_parser("status", help="where an experiment stands",
+                       description="Where an experiment stands: its state, the current run's step "
+                                   "and latest metrics, the live commit and the commits waiting "
+                                   "for the gate, recent interventions with their measured "
+                                   "effects, and the meta-agent sessions with their cost.")
     add_experiment_args(p, "experiment (default: the only one)")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("stop", help="checkpoint and stop a running experiment")
+    p = sub.add_parser("stop", help="checkpoint and stop a running experiment",
+                       description="Send SIGTERM to the running `orchestrator start` (or to the "
+                                   "trainer when `start` is gone): the trainer checkpoints its last "
+                                   "finished step, then stops; `orchestrator start NAME` resumes.")
     add_experiment_args(p, "experiment (default: the only one)")
-    p.add_argument("--wait", type=float, default=120.0, help="seconds to wait for the checkpoint")
+    p.add_argument("--wait", type=float, default=120.0, metavar="SECONDS",
+                   help="how long to wait for the trainer's checkpoint (default 120)")
     p.set_defaults(func=cmd_stop)
 
-    p = sub.add_parser("agents", help="which meta-agent adapters are usable here")
+    p = sub.add_parser("agents", help="which meta-agent adapters are usable here",
+                       description="List the meta-agent adapters (builtin, claude-code, codex, "
+                                   "command) and whether each is usable on this machine: its CLI "
+                                   "on PATH and credentials found, or what to install. Takes no "
+                                   "arguments.")
     p.set_defaults(func=cmd_agents)
 
 

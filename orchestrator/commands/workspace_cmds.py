@@ -33,19 +33,31 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("gate", help="judge the commits on the workspace's main not yet judged",
+                       description="Judge every commit on the workspace's main not yet judged, in "
+                                   "order: an accepted one becomes live, a rejected one is reverted "
+                                   "on main; each verdict is written as a git note. Exit 1 when one "
+                                   "is rejected.",
                        usage="orchestrator gate [-h] [NAME] [COMMIT] | --exp NAME [COMMIT]")
     add_experiment_args(p, "experiment (default: the only one)")
     p.add_argument("commit", nargs="?", metavar="COMMIT",
                    help="show this commit's verdict (judging it, and the ones before it, first)")
     p.set_defaults(func=cmd_gate)
 
-    p = sub.add_parser("log", help="every intervention of an experiment, as a table")
+    p = sub.add_parser("log", help="every intervention of an experiment, as a table",
+                       description="Every intervention of an experiment: commit, author, files and "
+                                   "knob changes, verdict and reasons, where the trainer applied "
+                                   "it, and its measured effect.")
     add_experiment_args(p, "experiment (default: the only one)")
     p.set_defaults(func=cmd_log)
 
-    p = sub.add_parser("diff", help="compare two experiments or runs (EXP or EXP/run-NNN)")
-    p.add_argument("a")
-    p.add_argument("b")
+    p = sub.add_parser("diff", help="compare two experiments or runs (EXP or EXP/run-NNN)",
+                       description="Compare two experiments or runs: the workspace diff between "
+                                   "their live commits, their config differences, and the main "
+                                   "metrics side by side (final value / best value, success for "
+                                   "every gym of the bench).")
+    p.add_argument("a", metavar="A", help="the first side: an experiment (its latest run and live "
+                                          "commit) or EXP/run-NNN (that run and the commit it last applied)")
+    p.add_argument("b", metavar="B", help="the second side, named as A")
     p.set_defaults(func=cmd_diff)
 
 
@@ -215,6 +227,24 @@ def _metric_cells(side: dict, keys: list[str]) -> dict[str, str]:
     return out
 
 
+def _success_keys(*sides: dict) -> list[str]:
+    """success/mean, then success/<gym> for every gym of both sides' benches and any other gym a
+    run logged. A step samples only some gyms (8 episodes over UserGym's 7), so the last metrics
+    line alone named 2 of the 7."""
+    from training.benches import get_bench      # plain module: no torch
+
+    gyms: list[str] = []
+    for side in sides:
+        bench = load_experiment(side["exp"]).get("bench")
+        gyms += [g for g in (get_bench(bench).gyms if bench else ()) if g not in gyms]
+    logged = []
+    for side in sides:
+        for r in _read_jsonl(side["run"] / "metrics.jsonl") if side["run"] else []:
+            logged += [k for k in r if k.startswith("success/") and k not in logged]
+    keys = [f"success/{g}" for g in gyms]
+    return ["success/mean"] + keys + sorted(k for k in logged if k not in keys and k != "success/mean")
+
+
 def cmd_diff(args) -> int:
     a, b = _resolve(args.a, args.runs_dir), _resolve(args.b, args.runs_dir)
     console = Console(width=160)
@@ -228,16 +258,14 @@ def cmd_diff(args) -> int:
         if ca.get(key) != cb.get(key):
             table.add_row(key, json.dumps(ca.get(key)), json.dumps(cb.get(key)))
     console.print(table if table.row_count else "config: no differences")
-    keys = [k for k, _ in MAIN_METRICS]
-    for side in (a, b):
-        for r in _read_jsonl(side["run"] / "metrics.jsonl")[-1:] if side["run"] else []:
-            keys += [k for k in r if k.startswith("success/") and k not in keys]
+    keys = [k for k, _ in MAIN_METRICS] + _success_keys(a, b)
+    gym_rows = {k for k in keys if k.startswith("success/")}
     ma, mb = _metric_cells(a, keys), _metric_cells(b, keys)
     table = Table(title="main metrics: final / best")
     for col in ("metric", a["label"], b["label"]):
         table.add_column(col)
     for key in keys:
-        if key in ma or key in mb:
+        if key in ma or key in mb or key in gym_rows:
             table.add_row(key, ma.get(key, "-"), mb.get(key, "-"))
     console.print(table if table.row_count else "metrics: no run has written metrics yet")
     return 0

@@ -106,3 +106,29 @@ def test_log_without_a_name_needs_exactly_one_experiment(tmp_path, capsys):
     make_experiment(tmp_path, "second")
     assert main(["--runs-dir", runs, "log"]) == 2
     assert "several experiments" in capsys.readouterr().err
+
+
+def test_diff_lists_every_gym_of_the_bench(tmp_path, capsys):
+    """A step samples a few gyms, so the last metrics line names 2 of UserGym's 7: the table
+    still lists all seven (a gym a run never logged shows '-')."""
+    make_experiment(tmp_path, "e1")
+    exp = make_experiment(tmp_path, "e2")
+    write_metrics(exp, [{"step": 1, "reward/mean": 0.1, "success/travel": 0.2, "success/tau": 0.5},
+                        {"step": 2, "reward/mean": 0.2, "success/turtle": 0.3, "success/function": 0.1}])
+    assert main(["--runs-dir", str(tmp_path / "runs"), "diff", "e1", "e2"]) == 0
+    out = capsys.readouterr().out
+    table = out[out.index("main metrics"):]
+    for gym in ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy"):
+        assert f"success/{gym}" in table
+    assert "0.2 / 0.2" in table and "0.5 / 0.5" in table        # travel and tau: logged at step 1
+
+
+@pytest.mark.parametrize("command", ["diff", "status", "stop", "agents", "log", "gate"])
+def test_every_argument_has_help(command):
+    from orchestrator.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    assert sub.description, f"{command} has no description"
+    for action in sub._actions:
+        assert action.help, f"{command} {action.option_strings or action.dest} has no help"
