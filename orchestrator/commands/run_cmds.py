@@ -15,6 +15,7 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -48,6 +49,9 @@ def register(sub) -> None:
     p.add_argument("--skill", default="eau", choices=("eau", "generic"))
     p.add_argument("--max-runs", type=int, default=DEFAULT_CAP, help="cap of runs, restarts included (default 5)")
     p.add_argument("--agent-cmd", default=None, help="the program of --agent command (quoted)")
+    p.add_argument("--require-agent", action="store_true",
+                   help="refuse to start when the agent's CLI or credentials are missing "
+                        "(default: warn and train on; each session then ends as unavailable)")
     p.add_argument("--session-minutes", type=float, default=10.0, help="wall-clock limit of one session")
     p.add_argument("--budget-usd", type=float, default=None, help="spend limit of one claude-code session")
     p.add_argument("--window", type=int, default=None,
@@ -137,6 +141,7 @@ def cmd_start(args) -> int:
                         budget_usd=args.budget_usd, max_lag=args.max_lag,
                         overrides=parse_sets(args.set), trainer=args.trainer_module,
                         seed_knobs=parse_sets(args.knob, flag="--knob"))
+    _check_agent(args.agent, opts.agent_cmd, args.require_agent)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     view = LiveView(root / name, enabled=not args.no_live)
@@ -319,26 +324,51 @@ def cmd_stop(args) -> int:
     return 0
 
 
+def _check_agent(agent: str, agent_cmd: list[str] | None, required: bool) -> None:
+    """Say at once when the agent cannot run here: otherwise the first session says so only after
+    K trainer steps (over 8 minutes with --preset cpu, at 75-95 s a step)."""
+    usable, why = agent_usable(agent, agent_cmd)
+    if usable:
+        return
+    if required:
+        raise UserError(f"--agent {agent}: {why}; install it, or drop --require-agent to train "
+                        f"without it.")
+    print(f"orchestrator: warning: --agent {agent}: {why}; training goes on and each session ends "
+          f"as unavailable (--require-agent refuses instead).", file=sys.stderr, flush=True)
+
+
 # -- agents -----------------------------------------------------------------------------------
+def agent_usable(agent: str, agent_cmd: list[str] | None = None) -> tuple[bool, str]:
+    """(usable, why) for one adapter, from what this machine has: its CLI on PATH and credentials
+    where the adapter's CLI needs them (the files and variables the CLIs read)."""
+    if agent == "claude-code":
+        claude = shutil.which("claude")
+        creds = bool(any(os.environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                     "CLAUDE_CODE_OAUTH_TOKEN"))
+                     or (Path(os.environ.get("CLAUDE_CONFIG_DIR", Path.home() / ".claude"))
+                         / ".credentials.json").exists())
+        if not claude:
+            return False, "claude is not installed (npm install -g @anthropic-ai/claude-code)"
+        return creds, (f"{claude}; credentials found" if creds else
+                       f"{claude} has no credentials (ANTHROPIC_API_KEY or `claude /login`)")
+    if agent == "codex":
+        codex = shutil.which("codex")
+        creds = bool(os.environ.get("OPENAI_API_KEY") or
+                     (Path(os.environ.get("CODEX_HOME", Path.home() / ".codex")) / "auth.json").exists())
+        if not codex:
+            return False, "codex is not installed (npm install -g @openai/codex)"
+        return creds, (f"{codex}; credentials found" if creds else
+                       f"{codex} has no credentials (OPENAI_API_KEY or `codex login`)")
+    if agent == "command":
+        if agent_cmd and shutil.which(agent_cmd[0]) is None:
+            return False, f"{agent_cmd[0]} is not an executable on PATH"
+        return True, "any executable given with --agent-cmd"
+    return True, "offline; always available" if agent == "builtin" else "no meta-agent"
+
+
 def agent_availability() -> list[tuple[str, bool, str]]:
     """(agent, usable, why) for each adapter, from what this machine has."""
-    rows = [("builtin", True, "offline; always available")]
-    claude = shutil.which("claude")
-    creds = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("CLAUDE_CODE_OAUTH_TOKEN")
-                 or (Path.home() / ".claude" / ".credentials.json").exists())
-    rows.append(("claude-code", bool(claude and creds),
-                 "claude is not installed (npm install -g @anthropic-ai/claude-code)" if not claude else
-                 f"{claude}; credentials found" if creds else
-                 f"{claude}, but no credentials (ANTHROPIC_API_KEY or `claude /login`)"))
-    codex = shutil.which("codex")
-    ccreds = bool(os.environ.get("OPENAI_API_KEY") or
-                  (Path(os.environ.get("CODEX_HOME", Path.home() / ".codex")) / "auth.json").exists())
-    rows.append(("codex", bool(codex and ccreds),
-                 "codex is not installed (npm install -g @openai/codex)" if not codex else
-                 f"{codex}; credentials found" if ccreds else
-                 f"{codex}, but no credentials (OPENAI_API_KEY or `codex login`)"))
-    rows.append(("command", True, "any executable given with --agent-cmd"))
-    return rows
+    return [(name, *agent_usable(name)) for name in ("builtin", "claude-code", "codex", "command")]
 
 
 def cmd_agents(args) -> int:

@@ -5,6 +5,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 from runlogs import FAKES  # noqa: E402
@@ -103,3 +106,38 @@ def test_status_shows_an_unmeasured_effect_with_its_reason(tmp_path, capsys):
     assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
     out = capsys.readouterr().out
     assert "unmeasured" in out and "the run ended first" in out and "run-001 step 2" in out
+
+
+def test_start_refuses_a_missing_agent_cli_before_the_trainer_with_require_agent(tmp_path, monkeypatch, capsys):
+    from orchestrator.commands import run_cmds
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr(run_cmds, "run_experiment", lambda *a, **k: pytest.fail("the trainer started"))
+    for agent, cli in (("claude-code", "claude"), ("codex", "codex")):
+        assert main(["--runs-dir", str(tmp_path), "start", "--agent", agent, "--bench", "usergym",
+                     "--exp", "x", "--require-agent"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"orchestrator: --agent {agent}: {cli} is not installed")
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, monkeypatch, capsys):
+    from orchestrator.commands import run_cmds
+
+    seen = {}
+
+    def fake_run(name, opts, root, **kw):       # stands for the trainer starting
+        seen["err"] = capsys.readouterr().err
+        return SimpleNamespace(runs=[{"name": "run-001", "state": "finished"}]), "finished"
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr(run_cmds, "run_experiment", fake_run)
+    assert main(["--runs-dir", str(tmp_path), "start", "--agent", "claude-code", "--bench", "usergym",
+                 "--exp", "x", "--no-live"]) == 0
+    assert seen["err"].count("\n") == 1 and "claude is not installed" in seen["err"]
+    assert "--require-agent" in seen["err"]
+    monkeypatch.setattr(run_cmds, "run_experiment", fake_run)
+    assert main(["--runs-dir", str(tmp_path), "start", "--agent", "builtin", "--bench", "usergym",
+                 "--exp", "y", "--no-live", "--require-agent"]) == 0
+    assert seen["err"] == ""
