@@ -64,7 +64,9 @@ def register(sub) -> None:
     p.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
                    help="a new experiment's starting knob, set in its seed workspace before the "
                         "first commit; '*' matches every gym (e.g. --knob env.*.demonstrations=0)")
-    p.add_argument("--no-live", action="store_true", help="print one line per step instead of the live view")
+    p.add_argument("--no-live", action="store_true",
+                   help="print one line per step and per session or verdict instead of the live "
+                        "view (the default when the output is not a terminal)")
     p.add_argument("--trainer-module", default="training.trainer", help=argparse.SUPPRESS)  # tests' stand-in
     p.set_defaults(func=cmd_start)
 
@@ -144,7 +146,9 @@ def cmd_start(args) -> int:
     _check_agent(args.agent, opts.agent_cmd, args.require_agent)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    view = LiveView(root / name, enabled=not args.no_live)
+    # rich's Live draws nothing until the end when stdout is not a terminal (piped to tee, in
+    # CI, to a log file): the demo was 16 minutes of silence there, so print lines instead
+    view = LiveView(root / name, enabled=not args.no_live and sys.stdout.isatty())
     try:
         with view:
             exp, final = run_experiment(name, opts, root, stop=stop, on_tick=view.update)
@@ -159,7 +163,8 @@ def cmd_start(args) -> int:
 
 
 class LiveView:
-    """Progress over steps, the latest metrics and the last sessions, refreshed every tick."""
+    """Progress over steps, the latest metrics and the last sessions, refreshed every tick; or,
+    not enabled, one flushed line per trainer step and one per session and gate verdict."""
 
     def __init__(self, exp_dir: Path, enabled: bool = True, console: Console | None = None):
         self.exp_dir, self.enabled, self.console = exp_dir, enabled, console
@@ -167,7 +172,8 @@ class LiveView:
                                  TimeElapsedColumn())
         self.task = None
         self.live: Live | None = None
-        self.last_step = -1
+        self.printed: dict[str, int] = {}       # run -> last step printed
+        self.seen: dict[str, int] | None = None  # ledger type -> records already printed
 
     def __enter__(self) -> "LiveView":
         if self.enabled:
@@ -182,17 +188,50 @@ class LiveView:
     def update(self, st: dict) -> None:
         run_dir = self.exp_dir / st["run"]
         if not self.enabled:
-            if st["step"] != self.last_step:
-                self.last_step = st["step"]
-                m = diagnostics.read_metrics(run_dir)[-1:] or [{}]
-                print(f"{st['run']} step {st['step']}/{st['total_steps']} reward/mean "
-                      f"{m[0].get('reward/mean', float('nan')):.3f} sessions {st['sessions']}"
-                      f"{' (running)' if st['session_running'] else ''}", flush=True)
+            for line in self.plain_lines(st):
+                print(line, flush=True)
             return
         if self.task is None or self.progress.tasks[self.task].description != st["run"]:
             self.task = self.progress.add_task(st["run"], total=st["total_steps"])
         self.progress.update(self.task, completed=st["step"])
         self.live.update(Group(self.progress, _metrics_table(run_dir), _sessions_table(self.exp_dir, 4)))
+
+
+    def plain_lines(self, st: dict) -> list[str]:
+        """The lines not printed yet: each new metrics row of the current run (only the latest
+        one when the view starts on a resumed run), then each new session and verdict."""
+        run = st["run"]
+        rows = diagnostics.read_metrics(self.exp_dir / run)
+        if run not in self.printed:
+            self.printed[run] = rows[-2]["step"] if len(rows) > 1 else -1
+        out = []
+        for m in (r for r in rows if r.get("step", -1) > self.printed[run]):
+            self.printed[run] = m["step"]
+            out.append(f"{run} step {m['step']}/{st['total_steps']}  "
+                       f"reward/mean {_num(m.get('reward/mean'))}  "
+                       f"success/mean {_num(m.get('success/mean'))}  "
+                       f"step {_num(m.get('perf/step_s'), '.1f')} s  sessions {st['sessions']}"
+                       f"{' (one running)' if st['session_running'] else ''}")
+        records = {t: ledger.read_lines(self.exp_dir, t) for t in ("session", "verdict")}
+        if self.seen is None:            # a continued experiment: its history is in `log`
+            self.seen = {t: len(recs) for t, recs in records.items()}
+        for s in records["session"][self.seen["session"]:]:
+            commits = ", ".join(c[:8] for c in s.get("commits") or []) or "no commits"
+            out.append(f"session {s.get('session_id', '?')} ({s.get('agent', '?')}) "
+                       f"{s.get('status', '?')} after {s.get('duration_s') or 0:.0f} s: {commits}"
+                       f"{'; ' + str(s['reason'])[:120] if s.get('reason') else ''}")
+        for v in records["verdict"][self.seen["verdict"]:]:
+            who = v.get("agent") or str(v.get("author", "?")).split(" <")[0]
+            changes = ", ".join(f"{k['path']} {k['old']} -> {k['new']}" for k in v.get("knob_changes") or [])
+            reasons = "; ".join(v.get("reasons") or [])
+            out.append(f"gate {v.get('verdict', '?')} {str(v.get('commit', ''))[:8]} by {who}"
+                       f"{': ' + changes if changes else ''}{' (' + reasons[:160] + ')' if reasons else ''}")
+        self.seen = {t: len(recs) for t, recs in records.items()}
+        return out
+
+
+def _num(value, fmt: str = ".3f") -> str:
+    return format(value, fmt) if isinstance(value, (int, float)) else "-"
 
 
 def _metrics_table(run_dir: Path) -> Table:

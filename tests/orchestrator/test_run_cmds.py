@@ -141,3 +141,43 @@ def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, m
     assert main(["--runs-dir", str(tmp_path), "start", "--agent", "builtin", "--bench", "usergym",
                  "--exp", "y", "--no-live", "--require-agent"]) == 0
     assert seen["err"] == ""
+
+
+def test_plain_view_prints_each_step_session_and_verdict_once(tmp_path, capsys):
+    from orchestrator import ledger
+    from orchestrator.commands.run_cmds import LiveView
+    from runlogs import write_run
+
+    exp = tmp_path / "exp"
+    (exp / "run-001").mkdir(parents=True)
+    ledger.append_line(exp, {"type": "verdict", "commit": "0" * 40, "verdict": "accepted"})  # the seed
+    view = LiveView(exp, enabled=False)
+    st = {"run": "run-001", "step": 0, "total_steps": 8, "state": "running", "session_running": False,
+          "sessions": 0}
+    view.update(st)
+    write_run(exp / "run-001", 3, metric_fn=lambda s, rng: {"success/mean": 0.25, "perf/step_s": 81.5})
+    view.update({**st, "step": 3, "session_running": True})
+    ledger.append_line(exp, {"type": "session", "session_id": "s001", "agent": "builtin", "status": "ok",
+                             "commits": ["abcdef0123"], "duration_s": 12.0})
+    ledger.append_line(exp, {"type": "verdict", "commit": "abcdef0123", "agent": "builtin", "verdict": "accepted",
+                             "knob_changes": [{"path": "agent.entropy_coeff", "old": 0.001, "new": 0.003}]})
+    view.update({**st, "step": 3, "sessions": 1})
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split("  ")[0] for ln in lines[:3]] == [f"run-001 step {s}/8" for s in (1, 2, 3)]
+    assert "success/mean 0.250" in lines[0] and "step 81.5 s" in lines[0] and "(one running)" in lines[2]
+    assert lines[3] == "session s001 (builtin) ok after 12 s: abcdef01"
+    assert lines[4] == "gate accepted abcdef01 by builtin: agent.entropy_coeff 0.001 -> 0.003"
+    assert len(lines) == 5
+
+
+def test_start_prints_a_line_per_step_when_stdout_is_not_a_terminal(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "FAKE_TRAINER_STEP_S": "0.3",
+           "EAU_EXPERIENCE_DIR": str(tmp_path / "pool")}
+    out = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "start", "--agent", "none", "--bench", "colbench",
+                                 "--preset", "cpu", "--steps", "3", "--exp", "piped",
+                                 "--trainer-module", "fake_trainer"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    steps = [ln for ln in out.stdout.splitlines() if ln.startswith("run-001 step ")]
+    assert steps and steps[-1].startswith("run-001 step 3/3  reward/mean ")
+    assert all("success/mean" in ln for ln in steps)
