@@ -431,10 +431,10 @@ def pin_generic_baseline(exp: Experiment) -> None:
         exp.ws.run("checkout", "--", "knobs.json", "schema/knobs.schema.json", check=False)
         raise UserError(f"the generic baseline's workspace commit was refused: {exc}") from None
 
-    verdicts = {v.commit: v for v in gate.judge_pending(exp.dir, exp.ws)}
-    verdict = verdicts.get(sha)
-    if verdict is None or not verdict.accepted:
-        reasons = "; ".join(verdict.reasons) if verdict is not None else "not judged"
+    gate.judge_pending(exp.dir, exp.ws)     # (the post-commit hook may have judged it already)
+    verdict = gate.judged_verdict(exp.ws, sha)
+    if verdict is None or verdict.get("verdict") != "accepted":
+        reasons = "; ".join(verdict.get("reasons") or []) if verdict is not None else "not judged"
         raise UserError(f"the generic baseline's workspace commit was refused by the gate: {reasons}")
     exp.meta["generic_pinned"] = sha
     exp.save()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,13 +31,6 @@ def canonical_bench_name(bench: str) -> str:
         return canonical_bench(bench)
     except UnknownBench as exc:
         raise UserError(str(exc)) from None
-
-
-def hook_scripts(exp_dir: Path) -> dict[str, str]:
-    """pre-commit checks the staged files; commit-msg checks the message and schema widening."""
-    cmd = f'exec "{sys.executable}" -m orchestrator.gate --exp-dir "{exp_dir}"'
-    return {"pre-commit": f"#!/bin/sh\n# EAU write gate (orchestrator.gate)\n{cmd} --hook pre-commit\n",
-            "commit-msg": f"#!/bin/sh\n# EAU write gate (orchestrator.gate)\n{cmd} --hook commit-msg \"$1\"\n"}
 
 
 def load_experiment(exp_dir: Path) -> dict:
@@ -107,7 +99,7 @@ def init_experiment(name: str, bench: str, runs_dir: Path | str, from_exp: str |
         finally:
             if temporary is not None:          # never the project's own workspace/
                 shutil.rmtree(temporary, ignore_errors=True)
-    ws.install_hooks(hook_scripts(exp_dir))
+    gate.prepare_workspace(exp_dir, ws)
     first = ws.main()
     ws.set_ref(LIVE_REF, first)
     ws.set_ref(JUDGED_REF, first)

@@ -58,6 +58,21 @@ def last_step(run_dir: Path) -> int:
     return 0
 
 
+def pid_alive(pid) -> bool:
+    """Whether a process with this pid runs (`orchestrator start`'s pid in experiment.json, the
+    trainer's in trainer.pid); an exited child its parent has not reaped (a zombie) does not."""
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, PermissionError, ValueError):
+        return False
+    try:        # an exited child its parent has not reaped yet (a zombie) still answers signal 0
+        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
 def has_checkpoint(run_dir: Path) -> bool:
     return any(p.is_dir() for p in (run_dir / "checkpoints").glob("step-*"))
 

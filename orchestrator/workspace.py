@@ -123,18 +123,34 @@ class Workspace:
         ws.run("commit", "-q", "--no-verify", "-m", message, env=identity_env(*GATE_IDENTITY))
         return ws
 
-    def install_hooks(self, scripts: dict[str, str]) -> None:
-        """Write hook scripts (name -> text) into this repository's hooks folder."""
+    def install_hooks(self, scripts: dict[str, str], missing_only: bool = False) -> None:
+        """Write hook scripts (name -> text) into this repository's hooks folder; with
+        `missing_only`, only those not there yet (an older experiment gaining a new hook)."""
         hooks = self.git_dir / "hooks"
+
+        def ours(target: Path) -> bool:
+            return target.exists() and "orchestrator.gate" in target.read_text(errors="replace")
+
+        todo = {n: t for n, t in scripts.items() if not (missing_only and ours(hooks / n))}
+        if not todo:
+            return
         hooks.mkdir(exist_ok=True)
-        for name, text in scripts.items():
+        for name, text in todo.items():
             target = hooks / name
-            if target.exists() and "orchestrator.gate" not in target.read_text(errors="replace"):
+            if target.exists() and not ours(target):
                 target.rename(target.with_name(name + ".before-eau"))   # keep a person's own hook
             target.write_text(text)
             target.chmod(0o755)
         # A global core.hooksPath would silently bypass .git/hooks: pin it in the local config.
         self.run("config", "core.hooksPath", str(hooks))
+
+    def show_notes_in_log(self) -> None:
+        """Make plain `git log` show the gate's verdict notes: git reads only refs/notes/commits
+        unless `notes.displayRef` names more (git-config(1)); added once, beside any the person
+        set, since `git config KEY VALUE` refuses to overwrite a key with several values."""
+        shown = self.run("config", "--get-all", "notes.displayRef", check=False).split()
+        if NOTES_REF not in shown:
+            self.run("config", "--add", "notes.displayRef", NOTES_REF)
 
     # -- plumbing -----------------------------------------------------------------------------
     def run(self, *args: str, env: dict | None = None, input: str | None = None,
@@ -296,9 +312,12 @@ class Workspace:
         return self.run("write-tree")
 
     def commit_all(self, message: str, identity: tuple[str, str], verify: bool = True) -> str:
-        """Stage everything and commit on the current branch (tests, adapters, people's tools)."""
+        """Stage everything and commit on the current branch (tests, adapters, people's tools).
+        verify=False runs no hook at all, as a plumbing commit would: `--no-verify` skips only
+        pre-commit and commit-msg, and the post-commit hook would judge the commit at once."""
         self.run("add", "-A")
-        args = ["commit", "-q", "-m", message] + ([] if verify else ["--no-verify"])
+        hooks = [] if verify else ["-c", "core.hooksPath=/dev/null"]
+        args = [*hooks, "commit", "-q", "-m", message] + ([] if verify else ["--no-verify"])
         self.run(*args, env=identity_env(*identity))
         return self.rev("HEAD")
 

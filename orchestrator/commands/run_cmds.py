@@ -30,6 +30,7 @@ from orchestrator.commands.common import add_experiment_args, experiment_arg, on
 from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
 from orchestrator.paths import runs_dir
+from orchestrator.supervisor import pid_alive
 
 MAIN_METRICS = ("reward/mean", "episode/turns", "episode/question_rate", "user/leak_rate",
                 "actor/entropy", "kl/ref", "perf/step_s")
@@ -272,25 +273,12 @@ def _pick(args) -> Path:
     return root / name
 
 
-def _alive(pid) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, PermissionError, ValueError):
-        return False
-    try:        # an exited child its parent has not reaped yet (a zombie) still answers signal 0
-        return Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def cmd_status(args) -> int:
     exp = Experiment(_pick(args))
     console = Console()
     runs = exp.runs
     state = exp.meta.get("state", "?")
-    if state == "running" and not _alive(exp.meta.get("pid")):
+    if state == "running" and not pid_alive(exp.meta.get("pid")):
         state = "stopped (the machine or the process stopped; `orchestrator start --exp NAME` resumes)"
     console.print(f"[bold]{exp.dir.name}[/] ({exp.meta['bench']}): {state}; runs {len(runs)}/{exp.cap}; "
                   f"agent {exp.meta.get('agent', '-')}")
@@ -348,15 +336,15 @@ def cmd_stop(args) -> int:
     trainer_pid = None
     if run and (exp.dir / run / "trainer.pid").exists():
         trainer_pid = (exp.dir / run / "trainer.pid").read_text().strip()
-    target = pid if _alive(pid) else trainer_pid if _alive(trainer_pid) else None
+    target = pid if pid_alive(pid) else trainer_pid if pid_alive(trainer_pid) else None
     if target is None:
         print(f"experiment {exp.dir.name} is not running.")
         return 0
     os.kill(int(target), signal.SIGTERM)
     deadline = time.time() + args.wait
-    while time.time() < deadline and (_alive(target) or _alive(trainer_pid)):
+    while time.time() < deadline and (pid_alive(target) or pid_alive(trainer_pid)):
         time.sleep(0.5)
-    if _alive(trainer_pid):
+    if pid_alive(trainer_pid):
         raise UserError(f"the trainer (pid {trainer_pid}) is still checkpointing after {args.wait:.0f} s: "
                         f"wait, or run `orchestrator stop` again.")
     print(f"experiment {exp.dir.name} stopped after a checkpoint; `orchestrator start --exp {exp.dir.name}` resumes it.")

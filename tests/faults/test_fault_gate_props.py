@@ -350,6 +350,9 @@ def test_hook_and_promotion_give_the_same_verdict(tmp_path, monkeypatch):
     """Twelve generated writes (knobs and schema, agent and person): committed through the hooks,
     and the same tree committed without them and judged at promotion; same verdict each time."""
     exp = make_experiment(tmp_path)
+    meta = json.loads((exp / "experiment.json").read_text())   # as while `orchestrator start` runs:
+    (exp / "experiment.json").write_text(json.dumps(           # the post-commit hook leaves the
+        {**meta, "state": "running", "pid": os.getpid()}))      # promotion to judge_pending below
     ws = ws_of(exp)
     knob_cases = mutated_knobs().map(lambda k: ("knobs.json", json.dumps(k, indent=2)))
     schema_cases = schema_edits().map(lambda s: ("schema/knobs.schema.json", json.dumps(s, indent=2)))

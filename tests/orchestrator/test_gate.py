@@ -222,7 +222,8 @@ def test_pre_commit_hook_refuses_before_the_commit_exists(exp):
     proc = subprocess.run(["git", "commit", "-m", "more turns" + WHY], cwd=ws.path, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert judge_one(exp).accepted
+    # nothing runs the experiment: the post-commit hook judged it (test_post_commit_... below)
+    assert gate.judged_verdict(ws, ws.main())["verdict"] == "accepted"
 
 
 def test_burst_of_ten_commits_by_two_writers_is_judged_in_order(exp):
@@ -256,7 +257,7 @@ def test_history_rewrite_is_refused(exp):
     knob_commit(ws, "agent.entropy_coeff", 0.002)
     assert judge_one(exp).accepted
     set_knob(ws, "agent.entropy_coeff", 0.003)
-    ws.run("commit", "-q", "--no-verify", "-a", "--amend", "-m", "amended" + WHY)
+    ws.run("-c", "core.hooksPath=/dev/null", "commit", "-q", "-a", "--amend", "-m", "amended" + WHY)
     v = judge_one(exp)
     assert "history rewrite" in v.reasons[0]
     assert ws.tree_of("main") == ws.tree_of(LIVE_REF)
@@ -331,3 +332,56 @@ def test_rules_are_replayed_on_recent_transcripts(exp, monkeypatch):
     commit(ws, "greet differently")
     v = judge_one(exp)
     assert "replayed on recent transcripts, the symbolic user failed at turn 1 of task t" in v.reasons[0]
+
+
+def _git_commit(ws, *args):
+    env = {**os.environ, "GIT_AUTHOR_NAME": PERSON[0], "GIT_AUTHOR_EMAIL": PERSON[1],
+           "GIT_COMMITTER_NAME": PERSON[0], "GIT_COMMITTER_EMAIL": PERSON[1]}
+    env.pop("EAU_SESSION", None)
+    return subprocess.run(["git", "commit", "-a", *args], cwd=ws.path, env=env, capture_output=True,
+                          text=True)
+
+
+def test_post_commit_hook_judges_a_persons_commit_when_nothing_runs(exp):
+    """Between runs a person's commit used to pass the hooks and wait, unjudged, for
+    `orchestrator gate`; now it is judged as it lands: accepted is live, rejected is reverted."""
+    ws = ws_of(exp)
+    set_knob(ws, "agent.entropy_coeff", 0.003)
+    proc = _git_commit(ws, "-m", "more entropy" + WHY)
+    assert proc.returncode == 0 and f"EAU gate: accepted {ws.main()[:10]}: it is live" in proc.stderr
+    assert ws.rev(LIVE_REF) == ws.main()
+    assert ledger.read_lines(exp, "verdict")[-1]["commit"] == ws.main()
+    set_knob(ws, "env.travel.max_steps", 99)                        # over the schema's maximum
+    proc = _git_commit(ws, "--no-verify", "-m", "far too many turns" + WHY)
+    bad = ws.info(ws.main()).parent
+    assert f"EAU gate: rejected {bad[:10]} and reverted it on main" in proc.stderr
+    assert "env.travel.max_steps" in proc.stderr
+    assert ws.tree_of("main") == ws.tree_of(LIVE_REF) and knobs(ws)["env"]["travel"]["max_steps"] == 16
+    assert ws.run("status", "--porcelain") == ""                    # the checkout followed main
+    assert gate.judge_pending(exp) == []
+
+
+def test_post_commit_hook_leaves_a_running_experiment_to_its_watcher(exp):
+    meta = json.loads((exp / "experiment.json").read_text())
+    (exp / "experiment.json").write_text(json.dumps({**meta, "state": "running", "pid": os.getpid()}))
+    ws = ws_of(exp)
+    live = ws.rev(LIVE_REF)
+    set_knob(ws, "agent.entropy_coeff", 0.003)
+    proc = _git_commit(ws, "-m", "more entropy" + WHY)
+    assert proc.returncode == 0 and "EAU gate" not in proc.stderr
+    assert ws.rev(LIVE_REF) == live and gate.judged_verdict(ws, ws.main()) is None
+    assert judge_one(exp).accepted
+
+
+def test_plain_git_log_shows_verdicts_also_in_an_older_experiment(exp):
+    ws = ws_of(exp)
+    sha = knob_commit(ws, "agent.entropy_coeff", 0.003)
+    judge_one(exp)
+    assert '"verdict": "accepted"' in ws.run("log", "-1", sha)     # no --notes=eau needed
+    # an experiment made before the post-commit hook and notes.displayRef existed
+    ws.run("config", "--unset-all", "notes.displayRef")
+    (ws.git_dir / "hooks" / "post-commit").unlink()
+    assert '"verdict"' not in ws.run("log", "-1", sha)
+    ws = gate.open_experiment_workspace(exp)                       # the orchestrator opens it
+    assert '"verdict": "accepted"' in ws.run("log", "-1", sha)
+    assert (ws.git_dir / "hooks" / "post-commit").exists()
