@@ -278,6 +278,15 @@ class TableRow:
     cells: dict[str, tuple[float, float, int]]   # column -> (mean, std, number of evaluations)
 
 
+def _deviating(e: dict[str, Any]) -> str:
+    """A label suffix for an evaluation that departed from its bench's protocol (fewer tasks,
+    turns or tokens a turn: training/evaluate.py "deviations"), so its numbers get a row of their
+    own, marked, instead of being averaged with the protocol's."""
+    parts = [f"{d.get('setting')} {d.get('used')}" for d in e.get("deviations") or []
+             if isinstance(d, dict)]
+    return f" [not the protocol: {'; '.join(parts)}]" if parts else ""
+
+
 def table_rows(exp: ExperimentData) -> list[TableRow]:
     """Rows for one experiment: the prompting rows (untrained models it evaluated) first, then its
     final checkpoint; each cell the mean and sample spread over repeated evaluations (seeds)."""
@@ -285,9 +294,9 @@ def table_rows(exp: ExperimentData) -> list[TableRow]:
     final = final_checkpoint_key(exp.evals)
     for e in exp.evals:
         if e.get("source") == "model":
-            groups.setdefault(("Prompting", f"model {e.get('model')}"), []).append(e)
+            groups.setdefault(("Prompting", f"model {e.get('model')}" + _deviating(e)), []).append(e)
         elif final and (int(e.get("run_index") or 0), int(e.get("step") or 0)) == final:
-            label = f"{e.get('run')} step {e.get('step')}"
+            label = f"{e.get('run')} step {e.get('step')}" + _deviating(e)
             groups.setdefault((exp.method, label), []).append(e)
     rows = []
     for (method, label), evals in sorted(groups.items(), key=lambda kv: kv[0][0] != "Prompting"):

@@ -29,6 +29,12 @@ Where the protocol has an LLM arm (strategy_mix < 1), a local model answers (`--
 packaged SmolLM2 by default; the paper used GPT-4o-mini); `--user-llm none` leaves the symbolic
 arm only, and the summary says which. The same checkpoint, protocol and seed give the same numbers: task i's environment is seeded
 with (seed, i), and the sampler is reseeded with (seed, batch) before each batch of episodes.
+
+Before the model loads, one line says how much work the protocol is (episodes x turns x new
+tokens) and, on the CPU, how long that can take and a quicker setting. A quicker setting
+(`--episodes`, `--max-turns`, `--max-new-tokens`) is not the protocol: the summary lists each one
+under "deviations" and the result folder's name carries it. Progress goes to stderr as plain
+lines (a terminal, a pipe or a log file alike): episodes done, tokens/s, time left.
 """
 from __future__ import annotations
 
@@ -37,6 +43,7 @@ import copy
 import json
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -48,6 +55,10 @@ from typing import Any
 PROJECT_WORKSPACE = Path(__file__).resolve().parents[1] / "workspace"
 DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "response_length": 1024,
             "max_episode_tokens": 8192}
+# SmolLM2-135M generating on a 2-core CPU: 14.7 tokens/s batched by 8 (24.0 by 32; 6.8 one at a
+# time), benchmarks/RESULTS-trainer.md. Only for the estimate printed before the model loads.
+CPU_TOKENS_PER_S = 15.0
+QUICK_CPU = {"episodes": 1, "max_turns": 4, "max_new_tokens": 64}   # minutes, not hours
 
 
 class EvalError(ValueError):
@@ -235,6 +246,36 @@ class EvalSpec:
     device: str = "auto"
     user_llm: str = "default"        # the LLM user where the protocol has an LLM arm: "default"
                                      # (packaged SmolLM2), a model folder, or "none" (symbolic only)
+    max_turns: int | None = None     # overrides the protocol's turn limit (a deviation)
+    max_new_tokens: int | None = None  # overrides its tokens per turn, response_length (a deviation)
+
+
+def apply_overrides(protocol: dict[str, Any], spec: EvalSpec) -> dict[str, Any]:
+    """The protocol with the spec's turn and token overrides (the summary keeps the original)."""
+    used = copy.deepcopy(protocol)
+    if spec.max_turns is not None:
+        used["max_steps"] = spec.max_turns
+    if spec.max_new_tokens is not None:
+        used["response_length"] = spec.max_new_tokens
+    return used
+
+
+def deviations(protocol: dict[str, Any], spec: EvalSpec, all_tasks: int,
+               tasks: int) -> list[dict[str, Any]]:
+    """Each way this evaluation differs from the bench's protocol: {setting, protocol, used}."""
+    out = []
+    if tasks != all_tasks:
+        out.append({"setting": "episodes", "protocol": f"all {all_tasks} tasks of the split",
+                    "used": f"the first {spec.episodes} of each gym ({tasks} tasks)"})
+    turns = protocol.get("max_steps")
+    if isinstance(turns, dict) and len(set(turns.values())) == 1:     # UserGym: 16 in every gym
+        turns = next(iter(turns.values()))
+    if spec.max_turns is not None and spec.max_turns != turns:
+        out.append({"setting": "max_turns", "protocol": turns, "used": spec.max_turns})
+    resp = protocol.get("response_length", DEFAULTS["response_length"])
+    if spec.max_new_tokens is not None and spec.max_new_tokens != resp:
+        out.append({"setting": "max_new_tokens", "protocol": resp, "used": spec.max_new_tokens})
+    return out
 
 
 def first_per_gym(tasks: list, n: int) -> list:
@@ -253,15 +294,16 @@ def task_seed(seed: int, index: int) -> int:
 
 
 def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec: EvalSpec,
-                 progress=None, llm=None) -> list[dict[str, Any]]:
+                 progress: "ProgressLines | None" = None, llm=None) -> list[dict[str, Any]]:
     """All tasks' episodes, in batches; returns one record per task (rollout.Episode.record plus
-    the index and seed), in task order."""
+    the index and seed), in task order. `protocol` is the one in use (overrides applied)."""
     import torch
 
     from training.rollout import rollout, start_episode
 
     opts = {**DEFAULTS, **{k: protocol[k] for k in DEFAULTS if k in protocol}}
     records: list[dict[str, Any]] = []
+    tokens_before = 0                  # policy tokens of the batches already done
     for start in range(0, len(tasks), spec.batch_size):
         chunk = tasks[start:start + spec.batch_size]
         episodes = []
@@ -270,16 +312,113 @@ def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec:
             demos, n = snapshot.demos_for(str(getattr(bench, "name", "")), task.gym)
             episodes.append(start_episode(models, env, bench.system_prompt(task),
                                           seed=task_seed(spec.seed, i), demos=demos, n_demos=n))
+
+        def tokens_now() -> int:       # mask 1 = generated by the policy
+            return tokens_before + sum(sum(ep.mask) for ep in episodes)
+
+        def at_turn_boundary() -> bool:
+            # rollout asks at every turn boundary, the one place inside a batch where progress
+            # can be read (a batch of 16 UserGym episodes runs for tens of minutes on a CPU)
+            if progress is not None:
+                progress.update(start, tokens_now())
+            return False
+
         torch.manual_seed(task_seed(spec.seed, 10_000_000 + start))
         max_turns = max(int(snapshot.knobs["env"][t.gym]["max_steps"]) for t in chunk)
         rollout(models, episodes, max_turns=max_turns, response_length=int(opts["response_length"]),
                 temperature=float(opts["temperature"]), top_p=float(opts["top_p"]),
-                max_episode_tokens=int(opts["max_episode_tokens"]))
+                max_episode_tokens=int(opts["max_episode_tokens"]), should_stop=at_turn_boundary)
+        tokens_before = tokens_now()
         for i, ep in enumerate(episodes, start=start):
             records.append({"index": i, **ep.record(), "turn_count": len(ep.turns)})
         if progress is not None:
-            progress(len(chunk))
+            progress.update(start + len(chunk), tokens_before, force=True)
     return records
+
+
+# ---- what it costs, and how far it got --------------------------------------------------------
+
+@dataclass(frozen=True)
+class Work:
+    """The most an evaluation can generate: every episode running to its turn limit with every
+    turn at its token limit, or to the episode's token budget (prompt and replies count too)."""
+
+    episodes: int
+    max_turns: int
+    new_tokens: int                # per turn (response_length)
+    episode_budget: int            # max_episode_tokens
+    gyms: int
+
+    @property
+    def tokens(self) -> int:
+        return self.episodes * min(self.max_turns * self.new_tokens, self.episode_budget)
+
+
+def work_of(tasks: list, knobs: dict[str, Any], protocol: dict[str, Any]) -> Work:
+    opts = {**DEFAULTS, **{k: protocol[k] for k in DEFAULTS if k in protocol}}
+    return Work(episodes=len(tasks),
+                max_turns=max(int(knobs["env"][t.gym]["max_steps"]) for t in tasks),
+                new_tokens=int(opts["response_length"]),
+                episode_budget=int(opts["max_episode_tokens"]), gyms=len({t.gym for t in tasks}))
+
+
+def duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def work_lines(work: Work, label: str, on_cpu: bool) -> list[str]:
+    """The estimate printed before the model loads; on the CPU, past 15 minutes at the measured
+    CPU rate, a one-sentence warning with a quicker setting."""
+    lines = [f"{label}: {work.episodes} episodes x up to {work.max_turns} turns x up to "
+             f"{work.new_tokens:,} new tokens a turn (at most {work.episode_budget:,} tokens an "
+             f"episode): up to {work.tokens:,} generated tokens."]
+    upper_s = work.tokens / CPU_TOKENS_PER_S
+    if on_cpu and upper_s > 15 * 60:
+        quick = Work(work.gyms * QUICK_CPU["episodes"], QUICK_CPU["max_turns"],
+                     QUICK_CPU["max_new_tokens"], work.episode_budget, work.gyms)
+        flags = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in QUICK_CPU.items())
+        lines.append(f"On the CPU that can take up to {duration(upper_s)} at the ~"
+                     f"{CPU_TOKENS_PER_S:.0f} tokens/s a 2-core CPU generates (episodes that end "
+                     f"sooner take less); for a quick look add `{flags}` (up to "
+                     f"{duration(quick.tokens / CPU_TOKENS_PER_S)}), which the summary records as "
+                     f"a deviation from the protocol.")
+    return lines
+
+
+class ProgressLines:
+    """Progress as plain lines on stderr, read alike on a terminal, through a pipe or in a log
+    file: one at the end of every batch of episodes, and inside a long batch one every `every_s`
+    seconds. Time left is proportional once an episode is done; before that, an upper bound
+    from the remaining token budget at the rate measured so far."""
+
+    def __init__(self, total: int, max_tokens: int, label: str, every_s: float = 60.0,
+                 out=None, clock=time.monotonic):
+        self.total, self.max_tokens, self.label, self.every_s = total, max_tokens, label, every_s
+        self.out, self.clock = out, clock
+        self.t0 = self.last = clock()
+
+    def update(self, done: int, tokens: int, force: bool = False) -> None:
+        now = self.clock()
+        if not force and now - self.last < self.every_s:
+            return
+        self.last = now
+        elapsed = max(now - self.t0, 1e-9)
+        rate = tokens / elapsed
+        if done >= self.total:
+            left = "done"
+        elif done:
+            left = f"about {duration(elapsed / done * (self.total - done))} left"
+        elif rate > 0:
+            left = f"at most {duration((self.max_tokens - tokens) / rate)} left"
+        else:
+            left = "time left not known yet"
+        print(f"{self.label}: {done}/{self.total} episodes, {tokens:,} tokens at {rate:.1f} "
+              f"tokens/s, {duration(elapsed)} elapsed, {left}", file=self.out or sys.stderr,
+              flush=True)
 
 
 def _invalid_rate(records: list[dict[str, Any]]) -> float:
@@ -306,6 +445,8 @@ def eval_id(spec: EvalSpec, run: str | None, step: int | None, model: str | None
     what = (f"{run}-step-{step:06d}" if model is None else
             "model-" + "".join(c if c.isalnum() or c in "-_." else "_" for c in model)[-60:])
     tail = f"-first{spec.episodes}" if spec.episodes else ""
+    tail += f"-turns{spec.max_turns}" if spec.max_turns is not None else ""
+    tail += f"-tokens{spec.max_new_tokens}" if spec.max_new_tokens is not None else ""
     return f"{what}-{spec.bench.replace(':', '_')}-{spec.split}-seed{spec.seed}{tail}"
 
 
@@ -323,18 +464,6 @@ def write_results(out_dir: Path, records: list[dict[str, Any]], summary: dict[st
     return out_dir
 
 
-def _progress_bar(total: int, label: str):
-    """A rich progress bar on stderr; returns (advance(n), close())."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    bar = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=Console(stderr=True), transient=False)
-    task = bar.add_task(label, total=total)
-    bar.start()
-    return (lambda n: bar.advance(task, n)), bar.stop
-
-
 def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
              model: str | None = None, run: str | None = None, step: int | None = None,
              refused: list[str] | None = None, show_progress: bool = True) -> Path:
@@ -347,24 +476,30 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
                  else bench.load_tasks(split))
     if not tasks:
         raise EvalError(f"bench {spec.bench} has no tasks in split {split!r}.")
+    all_tasks = len(tasks)
     if spec.episodes:                  # every table column stays filled
         tasks = first_per_gym(tasks, spec.episodes)
     gyms = tuple(sorted({t.gym for t in tasks}))
-    snapshot = pristine_snapshot(protocol, gyms, str(getattr(bench, "name", "")))
+    used = apply_overrides(protocol, spec)
+    snapshot = pristine_snapshot(used, gyms, str(getattr(bench, "name", "")))
+    work = work_of(tasks, snapshot.knobs, used)
+    label = f"eval {getattr(bench, 'name', spec.bench)}/{split}"
+    if show_progress:
+        from training.policy import pick_device
+
+        on_cpu = pick_device(spec.device).type == "cpu"
+        print(*work_lines(work, label, on_cpu), sep="\n", file=sys.stderr, flush=True)
     t0 = time.time()
     models = load_policy(checkpoint, model, spec.device)
     llm = llm_user(spec.user_llm, snapshot.knobs, gyms, spec.seed, spec.device)
-    advance, close = (_progress_bar(len(tasks), f"eval {spec.bench}/{split}") if show_progress
-                      else (None, lambda: None))
-    try:
-        records = run_episodes(models, bench, tasks, snapshot, protocol, spec, advance, llm)
-    finally:
-        close()
+    progress = ProgressLines(len(tasks), work.tokens, label) if show_progress else None
+    records = run_episodes(models, bench, tasks, snapshot, used, spec, progress, llm)
     summary = {"bench": getattr(bench, "name", spec.bench), "split": split, "seed": spec.seed,
                "episodes": len(records), "source": "model" if checkpoint is None else "checkpoint",
                "model": model, "checkpoint": str(checkpoint) if checkpoint else None,
                "run": run, "run_index": int(run.split("-")[1]) if run else None, "step": step,
                "per_gym": summarize(records), "protocol": protocol,
+               "deviations": deviations(protocol, spec, all_tasks, len(tasks)),
                "knobs": {"env": {g: snapshot.knobs["env"][g] for g in gyms},
                          "user": {g: snapshot.knobs.get("user", {}).get(g) for g in gyms}},
                "user_llm": (spec.user_llm if llm is not None else
@@ -375,13 +510,32 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     return write_results(Path(out_root) / eval_id(spec, run, step, model), records, summary)
 
 
+class Interrupted(Exception):
+    """SIGTERM or SIGINT (from `orchestrator eval`, which forwards both, or from Ctrl-C)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupted(signum: int, frame) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):      # Ctrl-C reaches both processes: once is enough
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--bench", required=True)
     p.add_argument("--split", default="test")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--episodes", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=16,
+                   help="episodes advanced together, one generate call per turn (default 16)")
+    p.add_argument("--max-turns", type=int, default=None,
+                   help="override the protocol's turn limit (recorded as a deviation)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="override the protocol's new tokens a turn (recorded as a deviation)")
     p.add_argument("--device", default="auto")
     p.add_argument("--user-llm", default="default",
                    help="LLM user where the protocol has an LLM arm: default, a folder, or none")
@@ -399,11 +553,20 @@ def main(argv: list[str] | None = None) -> int:
     refused: list[str] = []
     allowed = [ckpt, ckpt.parent.parent / "config.json"] if ckpt else []
     install_wall([Path(w) for w in a.wall], allowed, refused)
+    for name in ("batch_size", "max_turns", "max_new_tokens"):
+        if getattr(a, name) is not None and getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
     spec = EvalSpec(bench=a.bench, split=a.split, seed=a.seed, episodes=a.episodes,
-                    batch_size=a.batch_size, device=a.device, user_llm=a.user_llm)
+                    batch_size=a.batch_size, device=a.device, user_llm=a.user_llm,
+                    max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupted)
     try:
         out = evaluate(spec, Path(a.out_root), checkpoint=ckpt, model=a.model, run=a.run,
                        step=a.step, refused=refused, show_progress=not a.no_progress)
+    except Interrupted as exc:
+        print(f"evaluate: stopped by {exc}; nothing was written.", file=sys.stderr)
+        return 128 + exc.signum
     except PermissionError as exc:      # the wall: something tried to read a walled path
         print(f"evaluate: refused: {exc}", file=sys.stderr)
         return 3
@@ -413,6 +576,10 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads((out / "summary.json").read_text())
     for gym, s in summary["per_gym"].items():
         print(f"{gym:>10}: score {s['score']:.3f}  success {s['success']:.3f}  n={s['n']}")
+    if summary["deviations"]:
+        print("not the bench's protocol: " + "; ".join(
+            f"{d['setting']}: {d['used']} instead of {d['protocol']}" for d in summary["deviations"])
+            + " (the report shows these numbers in a row of their own).")
     print(f"results: {out}")
     return 0
 

@@ -6,7 +6,12 @@ paper's "prompting" rows) under the bench's own fixed protocol. The orchestrator
 torch, so the work happens in a subprocess, `python -m training.evaluate`, which is told which
 paths it must refuse to open (the experiment's workspace, its ledger, its agent sessions, its other
 runs) and writes per-episode records and a summary to `runs/NAME/eval/<id>/` (DESIGN.md,
-"Evaluation is walled off"). Its progress bar is drawn on this terminal.
+"Evaluation is walled off"). Before the model loads it says how much work the protocol is (on
+the CPU: how long, and a quicker setting), then prints progress lines (episodes, tokens/s, time
+left) whether or not stderr is a terminal. SIGTERM and SIGINT to `orchestrator eval` reach that
+subprocess too: without that, SIGTERM ended the command and left the evaluation running. Settings
+that make it quicker (`--episodes`, `--max-turns`, `--max-new-tokens`) are not the protocol: the
+summary lists them as deviations.
 
 report: the HTML page of orchestrator.report for one or more experiments.
 """
@@ -15,8 +20,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +59,16 @@ def register(subparsers) -> None:
                    "experiment's bench)")
     p.add_argument("--split", default="test", help="task split (default: test)")
     p.add_argument("--episodes", type=int, default=None,
-                   help="evaluate only the first N tasks of each gym (default: all)")
+                   help="evaluate only the first N tasks of each gym (default: all; fewer is a "
+                        "deviation from the protocol, recorded in the summary)")
+    p.add_argument("--batch-size", type=int, default=None, metavar="N",
+                   help="episodes advanced together, one generate call per turn (default 16)")
+    p.add_argument("--max-turns", type=int, default=None, metavar="N",
+                   help="override the protocol's turn limit: quicker on a CPU, recorded in the "
+                        "summary as a deviation from the protocol")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help="override the protocol's new tokens a turn: quicker on a CPU, recorded "
+                        "in the summary as a deviation from the protocol")
     p.add_argument("--seed", type=int, default=0, help="seed of the evaluation (default: 0)")
     p.add_argument("--model", default=None,
                    help="evaluate an untrained model instead of a checkpoint: 'default' (the "
@@ -185,8 +201,9 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
     cmd = [sys.executable, "-m", "training.evaluate", "--bench", bench, "--split", args.split,
            "--seed", str(args.seed), "--out-root", str(t.exp_root / "eval"),
            "--device", args.device, "--user-llm", args.user_llm]
-    if args.episodes is not None:
-        cmd += ["--episodes", str(args.episodes)]
+    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
+        if getattr(args, flag) is not None:
+            cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     if t.checkpoint is not None:
         cmd += ["--checkpoint", str(t.checkpoint), "--run", str(t.run), "--step", str(t.step)]
     else:
@@ -197,8 +214,9 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
 
 
 def cmd_eval(args) -> int:
-    if args.episodes is not None and args.episodes < 1:
-        raise UserError("--episodes must be at least 1.")
+    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
+        if getattr(args, flag) is not None and getattr(args, flag) < 1:
+            raise UserError(f"--{flag.replace('_', '-')} must be at least 1.")
     t = resolve_target(experiment_arg(args, dest="target"), args.model, args.runs_dir)
     bench = _bench_of(t.exp_root, args.bench)
     t.exp_root.mkdir(parents=True, exist_ok=True)
@@ -206,10 +224,47 @@ def cmd_eval(args) -> int:
         (t.exp_root / "experiment.json").write_text(json.dumps(
             {"name": t.exp_root.name, "bench": bench, "kind": "prompting"}, indent=1) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("EAU_WORKSPACE")}
-    proc = subprocess.run(eval_command(t, bench, args), cwd=paths.project_root(), env=env)
-    if proc.returncode != 0:
-        raise UserError(f"the evaluation failed (exit {proc.returncode}); its message is above.")
+    rc, stopped_by = run_forwarding_signals(eval_command(t, bench, args), cwd=paths.project_root(),
+                                            env=env)
+    if stopped_by is not None:
+        print(f"orchestrator: the evaluation was stopped ({signal.Signals(stopped_by).name}); "
+              "no results were written.", file=sys.stderr)
+        return 128 + stopped_by
+    if rc != 0:
+        raise UserError(f"the evaluation failed (exit {rc}); its message is above.")
     return 0
+
+
+def run_forwarding_signals(cmd: list[str], grace_s: float = 30.0, **popen) -> tuple[int, int | None]:
+    """Run `cmd` to its end, passing SIGTERM and SIGINT on to it; returns (exit code, the signal
+    that stopped it or None). A child still running `grace_s` after a signal is killed."""
+    proc = subprocess.Popen(cmd, **popen)
+    got: list[int] = []
+
+    def forward(signum, frame) -> None:
+        got.append(signum)
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        deadline = None
+        while True:
+            try:
+                rc = proc.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                if got and deadline is None:
+                    deadline = time.monotonic() + grace_s
+                if deadline is not None and time.monotonic() > deadline:
+                    proc.kill()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if proc.poll() is None:        # an exception of ours: never leave the evaluation behind
+            proc.kill()
+            proc.wait()
+    return rc, (got[0] if got else None)
 
 
 def cmd_report(args) -> int:

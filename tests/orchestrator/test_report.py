@@ -198,3 +198,18 @@ def test_tensorboard_export_reads_back(tmp_path):
     assert [e.step for e in rewards] == list(range(1, 21))
     assert math.isclose(rewards[0].value, 0.12, rel_tol=1e-6)
     assert "success/travel" in acc.Tags()["scalars"]
+
+
+def test_an_evaluation_off_the_protocol_gets_its_own_marked_row(tmp_path):
+    root = make_experiment(tmp_path, "eau", seeds=(0,))
+    d = root / "eval" / "run-002-s20-usergym-seed0-first1-turns4-tokens64"
+    d.mkdir(parents=True)
+    (d / "summary.json").write_text(json.dumps({
+        "bench": "usergym", "split": "test", "seed": 0, "source": "checkpoint", "run": "run-002",
+        "run_index": 2, "step": 20, "per_gym": {g: {"score": 5.0, "success": 1.0} for g in USERGYM},
+        "deviations": [{"setting": "max_turns", "protocol": 16, "used": 4}]}))
+    rows = table_rows(load_experiment(root))
+    labels = [r.model for r in rows]
+    assert "run-002 step 20" in labels and "run-002 step 20 [not the protocol: max_turns 4]" in labels
+    protocol_row = rows[labels.index("run-002 step 20")]
+    assert protocol_row.cells["usergym/travel"][0] == 0.0                 # 5.0 kept out of its mean

@@ -5,12 +5,14 @@ user.travel); its `eval_protocol` fixes 3 turns, where the pristine workspace sa
 tell which settings an evaluation used. The score depends on what the policy wrote (distinct
 characters), so a different checkpoint or seed gives different numbers; the user's reply quotes
 the user knobs it was given (facts_per_reply) so a poisoned workspace would show in transcripts.
-With FAKE_EVAL_PEEK=PATH set, make_env reads PATH: a bench that peeks where it must not.
+With FAKE_EVAL_PEEK=PATH set, make_env reads PATH: a bench that peeks where it must not; with
+FAKE_EVAL_SLEEP_S=S it sleeps S seconds first (an evaluation still running when it is stopped).
 """
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -65,6 +67,7 @@ def make_env(task: Task, snapshot, *, seed: int, llm=None) -> TextEnv:
     peek = os.environ.get("FAKE_EVAL_PEEK")     # a bench that (wrongly) reads a walled path
     if peek:
         Path(peek).read_text()
+    time.sleep(float(os.environ.get("FAKE_EVAL_SLEEP_S", "0")))
     return FakeTravelEnv(task, snapshot.knobs, EchoUser(), seed=seed)
 
 

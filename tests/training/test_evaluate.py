@@ -111,3 +111,65 @@ def test_wall_refuses_opening_listing_and_processes(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["fine"] + ["refused"] * 5 + ["5"]
+
+
+def test_quicker_settings_are_recorded_as_deviations_from_the_protocol(ckpt, tmp_path):
+    spec = ev.EvalSpec(bench=BENCH, episodes=2, batch_size=2, device="cpu", max_turns=2,
+                       max_new_tokens=4)
+    folder = ev.evaluate(spec, tmp_path, checkpoint=ckpt, run="run-001", step=2, show_progress=False)
+    summary = json.loads((folder / "summary.json").read_text())
+    episodes = [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()]
+    assert folder.name.endswith("-seed0-first2-turns2-tokens4")     # never overwrites the protocol's
+    assert summary["protocol"]["max_steps"] == 3 and summary["protocol"]["response_length"] == 6
+    assert {d["setting"]: (d["protocol"], d["used"]) for d in summary["deviations"]} == {
+        "episodes": ("all 6 tasks of the split", "the first 2 of each gym (2 tasks)"),
+        "max_turns": (3, 2), "max_new_tokens": (6, 4)}
+    assert summary["knobs"]["env"]["travel"]["max_steps"] == 2
+    assert all(e["turn_count"] <= 2 for e in episodes)
+
+
+def test_protocol_evaluation_has_no_deviations(first):
+    assert first["summary"]["deviations"] == [{"setting": "episodes", "protocol": "all 6 tasks of the split",
+                                               "used": "the first 3 of each gym (3 tasks)"}]
+
+
+def test_progress_is_plain_lines_with_episodes_tokens_per_s_and_time_left(ckpt, tmp_path, capsys):
+    spec = ev.EvalSpec(bench=BENCH, episodes=3, batch_size=1, device="cpu")
+    ev.evaluate(spec, tmp_path, checkpoint=ckpt, run="run-001", step=2, show_progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("eval fake/test: 3 episodes x up to 3 turns x up to 6 new tokens a turn "
+                        "(at most 1,024 tokens an episode): up to 54 generated tokens.")
+    progress = [ln for ln in lines if " episodes, " in ln]
+    assert [ln.split(",")[0] for ln in progress] == [f"eval fake/test: {n}/3 episodes" for n in (1, 2, 3)]
+    assert "tokens/s" in progress[0] and "left" in progress[0] and progress[-1].endswith("done")
+
+
+def test_work_estimate_warns_on_the_cpu_with_a_quicker_setting():
+    usergym = ev.Work(episodes=210, max_turns=16, new_tokens=1024, episode_budget=8192, gyms=7)
+    assert usergym.tokens == 210 * 8192
+    lines = ev.work_lines(usergym, "eval usergym/test", on_cpu=True)
+    assert lines[0].endswith("up to 1,720,320 generated tokens.")
+    assert lines[1].startswith("On the CPU that can take up to 31.9 h")
+    assert "`--episodes 1 --max-turns 4 --max-new-tokens 64` (up to 2 min)" in lines[1]
+    assert lines[1].count(". ") == 0 and "deviation from the protocol" in lines[1]
+    assert len(ev.work_lines(usergym, "eval usergym/test", on_cpu=False)) == 1
+    quick = ev.Work(episodes=7, max_turns=4, new_tokens=64, episode_budget=8192, gyms=7)
+    assert len(ev.work_lines(quick, "eval usergym/test", on_cpu=True)) == 1
+
+
+def test_progress_time_left_before_and_after_the_first_episode():
+    import io
+
+    now = [0.0]
+    out = io.StringIO()
+    p = ev.ProgressLines(total=10, max_tokens=1000, label="eval x/test", every_s=60, out=out,
+                         clock=lambda: now[0])
+    now[0] = 30.0
+    p.update(0, 100)                       # within every_s: nothing
+    now[0] = 100.0
+    p.update(0, 200)                       # 2 tokens/s, 800 budget left: at most 400 s
+    now[0] = 120.0
+    p.update(2, 240, force=True)           # 2 episodes in 120 s: 8 more take 480 s
+    assert out.getvalue().splitlines() == [
+        "eval x/test: 0/10 episodes, 200 tokens at 2.0 tokens/s, 2 min elapsed, at most 7 min left",
+        "eval x/test: 2/10 episodes, 240 tokens at 2.0 tokens/s, 2 min elapsed, about 8 min left"]

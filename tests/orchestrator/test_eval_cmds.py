@@ -1,0 +1,87 @@
+"""`orchestrator eval` as a process: its options reach training.evaluate, and stopping it stops
+the evaluation it started (a real subprocess pair, SIGTERM and SIGINT)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cli
+from orchestrator.commands import eval_cmds
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = "tests.training.fake_eval_bench:BENCH"
+
+
+def test_batch_size_and_quicker_settings_reach_the_evaluation(tmp_path):
+    args = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
+                                          "--batch-size", "4", "--max-turns", "3",
+                                          "--max-new-tokens", "64", "--episodes", "1"])
+    t = eval_cmds.resolve_target(None, "default", str(tmp_path))
+    cmd = eval_cmds.eval_command(t, "usergym", args)
+    for flag, value in (("--batch-size", "4"), ("--max-turns", "3"), ("--max-new-tokens", "64"),
+                        ("--episodes", "1")):
+        assert cmd[cmd.index(flag) + 1] == value
+    plain = eval_cmds.eval_command(t, "usergym", cli.build_parser().parse_args(
+        ["eval", "--model", "default", "--bench", "usergym"]))
+    assert not {"--batch-size", "--max-turns", "--max-new-tokens", "--episodes"} & set(plain)
+
+
+@pytest.mark.parametrize("flag", ["--batch-size", "--max-turns", "--max-new-tokens"])
+def test_settings_below_one_end_in_one_sentence(tmp_path, capsys, flag):
+    assert cli.main(["--runs-dir", str(tmp_path), "eval", "--model", "default", flag, "0"]) == 2
+    assert capsys.readouterr().err.strip() == f"orchestrator: {flag} must be at least 1."
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stopping_orchestrator_eval_stops_its_evaluation(tmp_path, tiny_model_dir, sig):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FAKE_EVAL_SLEEP_S": "120"}
+    parent = subprocess.Popen([sys.executable, "-m", "orchestrator.cli", "--runs-dir", str(tmp_path),
+                               "eval", "--model", str(tiny_model_dir), "--bench", BENCH, "--device",
+                               "cpu", "--episodes", "2"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    child = None
+    try:
+        first = parent.stderr.readline()           # the evaluation's estimate: it is running
+        assert first.startswith("eval fake/test: 2 episodes"), first
+        (child,) = _children(parent.pid)
+        time.sleep(1.0)                            # into the model load or the first episode
+        parent.send_signal(sig)
+        assert parent.wait(timeout=60) == 128 + sig
+        deadline = time.time() + 10
+        while _alive(child) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child), "the evaluation outlived `orchestrator eval`"
+        err = parent.stderr.read()
+        assert f"stopped ({signal.Signals(sig).name}); no results were written." in err
+        assert "Traceback" not in err
+        assert not list((tmp_path / "prompting").glob("eval/*/summary.json"))
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if child is not None and _alive(child):     # a failed test leaves no evaluation behind
+            os.kill(child, signal.SIGKILL)
