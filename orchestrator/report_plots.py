@@ -3,10 +3,15 @@ marked (paper figures 1 and 6), a knob timeline, the run-by-run progression (fig
 two or more experiments, their curves overlaid.
 
 Runs of one experiment are laid end to end on one axis: run k starts where run k-1 ended, with a
-dashed line and its name at each boundary, so restarts read like the paper's figure 6.
+dashed line and its name at each boundary, so restarts read like the paper's figure 6. The axis
+counts steps from 1, as the tables and the trainer do (an intervention applied at step 4 is drawn
+at 4), with whole-number ticks. Interventions are numbered on the curves and described in full,
+wrapped at spaces, in a key under the figure: a label cut to fit ("enabled No" for None -> True)
+said the opposite of what happened.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from orchestrator.report_data import ExperimentData, RunData
@@ -26,8 +31,9 @@ def _pyplot():
 
 
 def run_offsets(runs: list[RunData]) -> dict[str, int]:
-    """x offset of each run so that runs follow each other: x = offset + step - first step."""
-    offsets, at = {}, 0
+    """x offset of each run so that runs follow each other from x = 1: x = step + offset, and
+    run k's first step comes right after run k-1's last."""
+    offsets, at = {}, 1
     for run in runs:
         steps = run.steps()
         first = min(steps, default=0)
@@ -55,37 +61,69 @@ def _curve(run: RunData, key: str, keys: list[str]) -> tuple[list[int], list[flo
     return _mean_success(run, keys) if key == "success/" else run.series(key)
 
 
+def intervention_key(exp: ExperimentData, offsets: dict[str, int],
+                     width: int = 120) -> list[tuple[float, str, str]]:
+    """(x, colour, key text) per applied intervention: "1  step 4: <knob or files> [effect]",
+    whole, wrapped at spaces only (a knob path is never split)."""
+    out = []
+    for iv in (iv for iv in exp.interventions if iv.run in offsets):
+        x = iv.step + offsets[iv.run]
+        where = f"step {iv.step}" + (f" of {iv.run}" if len(exp.runs) > 1 else "")
+        text = f"{len(out) + 1}  {where}: {iv.what}" + (f"  [{iv.effect}]" if iv.effect else "")
+        text = textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False,
+                             subsequent_indent="     ")
+        out.append((x, EFFECT_COLOURS.get(iv.effect, EFFECT_COLOURS[""]), text))
+    return out
+
+
 def plot_training_curves(exp: ExperimentData, out: Path) -> Path:
-    """Reward, success and entropy over steps; every applied intervention a vertical line in the
-    colour of its measured effect, labelled with its knob or file and the effect."""
+    return _save(training_curves_figure(exp), out)
+
+
+def training_curves_figure(exp: ExperimentData):
+    """Reward, success and entropy over steps; every applied intervention a numbered vertical
+    line in the colour of its measured effect, described in the key under the figure."""
+    from matplotlib.lines import Line2D
+
     plt = _pyplot()
-    fig, axes = plt.subplots(len(CURVES), 1, figsize=(11, 8.5), sharex=True)
     offsets = run_offsets(exp.runs)
+    key = intervention_key(exp, offsets)
+    key_lines = sum(text.count("\n") + 1 for _, _, text in key)
+    fig, axes = plt.subplots(len(CURVES), 1, figsize=(11, 8.5 + 0.2 * key_lines), sharex=True,
+                             layout="constrained")
     keys = success_keys(exp.runs)
-    for ax, (_, key, title) in zip(axes, CURVES):
+    for ax, (_, curve_key, title) in zip(axes, CURVES):
         for run in exp.runs:
-            xs, ys = _curve(run, key, keys)
+            xs, ys = _curve(run, curve_key, keys)
             ax.plot([x + offsets[run.name] for x in xs], ys, lw=1.4, label=run.name)
         ax.set_ylabel(title)
         ax.grid(alpha=0.3)
     _mark_runs(axes, exp.runs, offsets)
-    for n, iv in enumerate(exp.interventions):
-        if iv.run not in offsets:
-            continue
-        x = iv.step + offsets[iv.run]
-        colour = EFFECT_COLOURS.get(iv.effect, EFFECT_COLOURS[""])
+    _integer_steps(axes[-1])
+    for n, (x, colour, _) in enumerate(key, start=1):
         for ax in axes:
             ax.axvline(x, color=colour, lw=1.2, alpha=0.8)
-        label = f"{iv.what[:38]}" + (f" [{iv.effect}]" if iv.effect else "")
-        axes[0].annotate(label, xy=(x, 1.0), xycoords=("data", "axes fraction"),
-                         xytext=(2, -10 - 11 * (n % 4)), textcoords="offset points",
-                         fontsize=7, color=colour, rotation=0)
+        axes[0].annotate(str(n), xy=(x, 1.0), xycoords=("data", "axes fraction"),
+                         xytext=(3, -11 - 10 * ((n - 1) % 3)), textcoords="offset points",
+                         fontsize=8, fontweight="bold", color=colour)
     axes[0].set_title(f"{exp.name}: training curves ({exp.method}); "
                       f"{len(exp.interventions)} applied interventions")
     axes[-1].set_xlabel("training step (runs laid end to end)")
     if len(exp.runs) > 1:
         axes[0].legend(loc="lower right", fontsize=7)
-    return _save(fig, out)
+    if key:
+        handles = [Line2D([], [], color=colour, lw=2) for _, colour, _ in key]
+        fig.legend(handles, [text for _, _, text in key], loc="outside lower left", fontsize=8,
+                   frameon=False, title="interventions (line colour: measured effect)",
+                   title_fontsize=8, alignment="left")
+    return fig
+
+
+def _integer_steps(ax) -> None:
+    """Whole-number step ticks (an 8-step run gave 0.5-step ticks on the knob plot)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _mark_runs(axes, runs: list[RunData], offsets: dict[str, int]) -> None:
@@ -98,6 +136,11 @@ def _mark_runs(axes, runs: list[RunData], offsets: dict[str, int]) -> None:
 
 
 def plot_knob_timeline(exp: ExperimentData, out: Path) -> Path | None:
+    fig = knob_timeline_figure(exp)
+    return None if fig is None else _save(fig, out)
+
+
+def knob_timeline_figure(exp: ExperimentData):
     """Every knob an applied commit changed, as a step function over the training axis."""
     offsets = run_offsets(exp.runs)
     tracks: dict[str, list[tuple[int, float, str | None]]] = {}   # effect None: starting value
@@ -110,7 +153,7 @@ def plot_knob_timeline(exp: ExperimentData, out: Path) -> Path | None:
                 track = tracks.setdefault(str(change.get("path")), [])
                 old = change.get("old")
                 if not track and isinstance(old, (int, float)):
-                    track.append((0, float(old), None))
+                    track.append((1, float(old), None))     # the axis starts at 1 (run_offsets)
                 track.append((iv.step + offsets[iv.run], float(new), iv.effect))
     if not tracks:
         return None
@@ -127,9 +170,10 @@ def plot_knob_timeline(exp: ExperimentData, out: Path) -> Path | None:
         ax.set_ylabel(path, fontsize=8, rotation=0, ha="right")
         ax.grid(alpha=0.3)
     _mark_runs(axes[:, 0], exp.runs, offsets)
+    _integer_steps(axes[-1, 0])
     axes[0, 0].set_title(f"{exp.name}: knob timeline (dots coloured by measured effect)")
     axes[-1, 0].set_xlabel("training step (runs laid end to end)")
-    return _save(fig, out)
+    return fig
 
 
 def run_progression(exp: ExperimentData, window: int = 10) -> list[dict]:
@@ -191,6 +235,7 @@ def plot_comparison(exps: list[ExperimentData], out: Path) -> Path:
             ax.grid(alpha=0.3)
     for ax in axes:
         ax.set_xlabel("training step")
+        _integer_steps(ax)
     axes[0].legend(fontsize=7)
     return _save(fig, out)
 
@@ -199,7 +244,8 @@ def _save(fig, out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:        # a constrained figure lays itself out
+        fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out

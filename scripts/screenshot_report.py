@@ -3,10 +3,12 @@
     .venv/bin/python scripts/screenshot_report.py runs/NAME/report/index.html [--out shot.png]
     .venv/bin/python scripts/screenshot_report.py --build EXP [EXP ...] [--out shot.png]
 
-The check (issue 8: "not an empty page"): the image has the window's size, its pixels vary (a
-blank page has a standard deviation near 0) and a share of them are saturated colours, which in
-our page come only from the matplotlib figures (the table is black on white and grey). Chromium
-comes from Debian's packages (`apt-get install -y chromium`).
+The check (issue 8: "not an empty page"): its pixels vary (a blank page has a standard deviation
+near 0) and a share of them are saturated colours, which in our page come only from the
+matplotlib figures (the table is black on white and grey). Chromium comes from Debian's packages
+(`apt-get install -y chromium`). Headless Chromium cannot size its window to the page, so the
+window is tall and the blank rows under the page's end are cut off the PNG (a one-run report
+left the lower 40% of a 3,200-pixel shot white).
 """
 from __future__ import annotations
 
@@ -45,7 +47,22 @@ def screenshot(html: Path, out: Path, window: tuple[int, int] = WINDOW,
     if not out.exists():
         raise RuntimeError(f"chromium wrote no screenshot (exit {proc.returncode}): "
                            f"{proc.stderr[-800:]}")
-    return out
+    return trim_blank_bottom(out)
+
+
+def trim_blank_bottom(png: Path, margin: int = 24) -> Path:
+    """Cut the rows below the last non-white one, keeping `margin` pixels of white."""
+    import numpy as np
+    from PIL import Image
+
+    image = Image.open(png).convert("RGB")
+    rgb = np.asarray(image)                                             # (H, W, 3)
+    inked = np.flatnonzero((rgb.min(axis=2) < 245).any(axis=1))         # rows with any ink
+    if inked.size:
+        bottom = min(rgb.shape[0], int(inked[-1]) + 1 + margin)
+        if bottom < rgb.shape[0]:
+            image.crop((0, 0, rgb.shape[1], bottom)).save(png)
+    return png
 
 
 def check_screenshot(png: Path) -> dict[str, float]:
@@ -55,19 +72,22 @@ def check_screenshot(png: Path) -> dict[str, float]:
 
     rgb = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32)   # (H, W, 3)
     saturation = rgb.max(axis=2) - rgb.min(axis=2)                       # (H, W)
+    ink = rgb.min(axis=2) < 245
     return {"width": rgb.shape[1], "height": rgb.shape[0], "std": float(rgb.std()),
             "coloured_fraction": float((saturation > 60).mean()),
-            "ink_fraction": float((rgb.min(axis=2) < 245).mean())}
+            "coloured_pixels": int((saturation > 60).sum()),
+            "ink_fraction": float(ink.mean()), "ink_pixels": int(ink.sum())}
 
 
-def bare_ink(html: Path) -> float:
-    """Ink share of the same page rendered without its PNG figures (a negative control: flat
-    curves of a real short run have few coloured pixels, but figures always add ink)."""
+def bare_ink(html: Path) -> int:
+    """Ink pixels of the same page rendered without its PNG figures (a negative control: flat
+    curves of a real short run have few coloured pixels, but figures always add ink). Pixels,
+    not shares: the trimmed shots of the two pages differ in height."""
     with tempfile.TemporaryDirectory(prefix="eau-bare-") as tmp:
         copy = Path(tmp) / "report"
         shutil.copytree(Path(html).parent, copy, ignore=shutil.ignore_patterns("*.png"))
         return check_screenshot(screenshot(copy / Path(html).name, Path(tmp) / "bare.png"))[
-            "ink_fraction"]
+            "ink_pixels"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,9 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     stats = check_screenshot(png)
     bare = bare_ink(html)
     print(f"screenshot {png}: {stats['width']}x{stats['height']}, pixel std {stats['std']:.1f}, "
-          f"coloured {100 * stats['coloured_fraction']:.1f}%, ink {100 * stats['ink_fraction']:.1f}%"
-          f" (without figures {100 * bare:.1f}%)")
-    ok = stats["std"] > 15 and stats["ink_fraction"] > 1.3 * bare
+          f"coloured {100 * stats['coloured_fraction']:.1f}%, ink {stats['ink_pixels']:,} pixels"
+          f" (without figures {bare:,})")
+    ok = stats["std"] > 15 and stats["ink_pixels"] > 1.3 * bare
     print("looks like a report (table and figures drawn)" if ok else "looks EMPTY")
     return 0 if ok else 1
 

@@ -181,8 +181,22 @@ def test_report_renders_in_headless_chromium(tmp_path):
     for png_file in (tmp_path / "out").glob("*.png"):
         png_file.unlink()
     bare = shot.check_screenshot(shot.screenshot(index, tmp_path / "bare.png"))
-    assert bare["coloured_fraction"] < stats["coloured_fraction"] / 3
-    assert bare["ink_fraction"] * 1.3 < stats["ink_fraction"]
+    assert bare["coloured_pixels"] < stats["coloured_pixels"] / 3
+    assert bare["ink_pixels"] * 1.3 < stats["ink_pixels"]
+
+
+def test_screenshot_of_a_short_report_has_no_blank_band_at_the_bottom(tmp_path):
+    """A one-run report is shorter than the 3,200-pixel window: its shot ends with the page."""
+    import numpy as np
+    from PIL import Image
+
+    shot = _screenshot_module()
+    if shot.find_chromium() is None:
+        pytest.skip("chromium not installed (apt-get install -y chromium): browser check skipped")
+    index = build_report([make_experiment(tmp_path, "eau", n_runs=1, seeds=(0,))], tmp_path / "out")
+    rgb = np.asarray(Image.open(shot.screenshot(index, tmp_path / "shot.png")).convert("RGB"))
+    inked = np.flatnonzero((rgb.min(axis=2) < 245).any(axis=1))
+    assert rgb.shape[0] < shot.WINDOW[1] and rgb.shape[0] - inked[-1] <= 25
 
 
 def test_tensorboard_export_reads_back(tmp_path):
@@ -213,3 +227,51 @@ def test_an_evaluation_off_the_protocol_gets_its_own_marked_row(tmp_path):
     assert "run-002 step 20" in labels and "run-002 step 20 [not the protocol: max_turns 4]" in labels
     protocol_row = rows[labels.index("run-002 step 20")]
     assert protocol_row.cells["usergym/travel"][0] == 0.0                 # 5.0 kept out of its mean
+
+
+def _demo(tmp_path, steps: int = 8):
+    """The CPU demo's shape: one run of `steps` steps, the builtin agent's commit at step 4."""
+    from orchestrator.report_data import load_experiment as load
+
+    root = tmp_path / "demo"
+    _jsonl(root / "run-001" / "metrics.jsonl",
+           [{"step": s, "reward/mean": 0.1 * s, "success/travel": 0.1, "actor/entropy": 1.0}
+            for s in range(1, steps + 1)])
+    (root / "experiment.json").write_text(json.dumps({"name": "demo", "bench": "usergym"}))
+    changes = [{"path": "reward.modules.progress.enabled", "old": None, "new": True},
+               {"path": "reward.modules.progress.weight", "old": 0.25, "new": 0.5}]
+    _jsonl(root / "ledger.jsonl", [
+        {"type": "verdict", "commit": "a" * 40, "knob_changes": changes, "verdict": "accepted"},
+        {"type": "applied", "commit": "a" * 40, "run": "run-001", "step": min(4, steps)},
+        {"type": "effect", "commit": "a" * 40, "metric": "reward/mean", "delta": None,
+         "label": "unmeasured"}])
+    return load(root)
+
+
+def test_curves_count_steps_from_one_and_label_interventions_whole(tmp_path):
+    from orchestrator import report_plots
+
+    exp = _demo(tmp_path)
+    assert report_plots.run_offsets(exp.runs) == {"run-001": 0}        # step 4 is drawn at 4
+    fig = report_plots.training_curves_figure(exp)
+    ax = fig.axes[0]
+    assert ax.lines[0].get_xdata()[0] == 1
+    assert [line.get_xdata()[0] for line in ax.lines[1:]] == [4]       # the intervention's line
+    (legend,) = fig.legends
+    text = " ".join(t.get_text() for t in legend.get_texts()).replace("\n", " ")
+    assert "reward.modules.progress.enabled None\u2192True" in text    # whole, not "enabled No"
+    assert "reward.modules.progress.weight 0.25\u21920.5  [unmeasured]" in text
+    long = report_plots.intervention_key(exp, {"run-001": 0}, width=40)[0][2]
+    assert all(line.strip() and not line.endswith(".") for line in long.splitlines())
+    assert "reward.modules.progress.enabled" in long.split()            # a knob path is never split
+
+
+def test_knob_plot_ticks_are_whole_steps(tmp_path):
+    from orchestrator import report_plots
+
+    fig = report_plots.knob_timeline_figure(_demo(tmp_path, steps=3))
+    ax = fig.axes[-1]
+    fig.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks == [1, 2, 3]
+    assert ax.lines[0].get_xdata()[0] == 1                             # the starting value at step 1
