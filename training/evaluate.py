@@ -495,6 +495,7 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     progress = ProgressLines(len(tasks), work.tokens, label) if show_progress else None
     records = run_episodes(models, bench, tasks, snapshot, used, spec, progress, llm)
     summary = {"bench": getattr(bench, "name", spec.bench), "split": split, "seed": spec.seed,
+               "batch_size": spec.batch_size,    # the sampler is reseeded per batch
                "episodes": len(records), "source": "model" if checkpoint is None else "checkpoint",
                "model": model, "checkpoint": str(checkpoint) if checkpoint else None,
                "run": run, "run_index": int(run.split("-")[1]) if run else None, "step": step,
