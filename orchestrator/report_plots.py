@@ -18,6 +18,8 @@ from orchestrator.report_data import ExperimentData, RunData
 
 EFFECT_COLOURS = {"helped": "#1a7f37", "harmed": "#cf222e", "inconclusive": "#9a6700", "": "#57606a"}
 CURVES = (("reward", "reward/mean", "reward"), ("success", "success/", "success"),
+          # the share of agent turns refused for their format: 1.0 means no learning signal
+          ("invalid", "episode/invalid_rate", "refused actions"),
           ("entropy", "actor/entropy", "actor entropy"))
 
 
@@ -89,7 +91,7 @@ def training_curves_figure(exp: ExperimentData):
     offsets = run_offsets(exp.runs)
     key = intervention_key(exp, offsets)
     key_lines = sum(text.count("\n") + 1 for _, _, text in key)
-    fig, axes = plt.subplots(len(CURVES), 1, figsize=(11, 8.5 + 0.2 * key_lines), sharex=True,
+    fig, axes = plt.subplots(len(CURVES), 1, figsize=(11, 10.5 + 0.2 * key_lines), sharex=True,
                              layout="constrained")
     keys = success_keys(exp.runs)
     for ax, (_, curve_key, title) in zip(axes, CURVES):

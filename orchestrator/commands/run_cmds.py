@@ -32,7 +32,8 @@ from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_e
 from orchestrator.paths import runs_dir
 from orchestrator.supervisor import pid_alive
 
-MAIN_METRICS = ("reward/mean", "episode/turns", "episode/question_rate", "user/leak_rate",
+MAIN_METRICS = ("reward/mean", "episode/turns", "episode/invalid_rate", "episode/question_rate",
+                "user/leak_rate",
                 "actor/entropy", "kl/ref", "perf/step_s")
 
 
@@ -211,6 +212,7 @@ class LiveView:
             out.append(f"{run} step {m['step']}/{st['total_steps']}  "
                        f"reward/mean {_num(m.get('reward/mean'))}  "
                        f"success/mean {_num(m.get('success/mean'))}  "
+                       f"refused {_num(m.get('episode/invalid_rate'), '.2f')}  "
                        f"step {_num(m.get('perf/step_s'), '.1f')} s  sessions {st['sessions']}"
                        f"{' (one running)' if st['session_running'] else ''}")
         records = {t: ledger.read_lines(self.exp_dir, t) for t in ("session", "verdict")}
@@ -243,7 +245,9 @@ def _metrics_table(run_dir: Path) -> Table:
     t.add_column("mean of last 10", justify="right")
     if not metrics:
         return t
-    names = list(MAIN_METRICS) + ["success/mean"] + [f"success/{g}" for g in diagnostics.metric_gyms(metrics)]
+    gyms = diagnostics.metric_gyms(metrics)
+    names = list(MAIN_METRICS) + ["success/mean"] + [f"success/{g}" for g in gyms] + \
+        [f"invalid/{g}" for g in gyms]
     for name in names:
         series = diagnostics.metric_series(metrics, name)
         if series:

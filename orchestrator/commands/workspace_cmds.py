@@ -149,7 +149,8 @@ def cmd_log(args) -> int:
 
 
 # -- diff -------------------------------------------------------------------------------------
-MAIN_METRICS = (("reward/mean", max), ("episode/turns", None), ("episode/question_rate", max),
+MAIN_METRICS = (("reward/mean", max), ("episode/turns", None), ("episode/invalid_rate", min),
+                ("episode/question_rate", max),
                 ("user/leak_rate", min), ("actor/entropy", None), ("kl/ref", None))
 
 

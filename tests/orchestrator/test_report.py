@@ -275,3 +275,19 @@ def test_knob_plot_ticks_are_whole_steps(tmp_path):
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert ticks == [1, 2, 3]
     assert ax.lines[0].get_xdata()[0] == 1                             # the starting value at step 1
+
+
+def test_curves_show_the_share_of_refused_actions(tmp_path):
+    """The report's curves include episode/invalid_rate: a run whose every turn was refused until
+    an intervention draws that fall, not only flat reward."""
+    from orchestrator import report_plots
+    from orchestrator.report_data import load_experiment as load
+
+    root = tmp_path / "demo"
+    _jsonl(root / "run-001" / "metrics.jsonl",
+           [{"step": s, "reward/mean": 0.0, "success/travel": 0.0, "actor/entropy": 1.0,
+             "episode/invalid_rate": 1.0 if s < 4 else 0.2} for s in range(1, 9)])
+    (root / "experiment.json").write_text(json.dumps({"name": "demo", "bench": "usergym"}))
+    fig = report_plots.training_curves_figure(load(root))
+    ax = next(a for a in fig.axes if a.get_ylabel() == "refused actions")
+    assert list(ax.lines[0].get_ydata()) == [1.0, 1.0, 1.0, 0.2, 0.2, 0.2, 0.2, 0.2]

@@ -181,3 +181,20 @@ def test_start_prints_a_line_per_step_when_stdout_is_not_a_terminal(tmp_path):
     steps = [ln for ln in out.stdout.splitlines() if ln.startswith("run-001 step ")]
     assert steps and steps[-1].startswith("run-001 step 3/3  reward/mean ")
     assert all("success/mean" in ln for ln in steps)
+
+
+def test_status_shows_the_share_of_refused_actions_per_gym(tmp_path, capsys):
+    """A run whose turns are refused for their format shows it in status: the run's rate and
+    each gym's (episode/invalid_rate, invalid/<gym>)."""
+    from gate_testkit import write_metrics
+
+    exp_dir, _ = _experiment_with_a_run(tmp_path)
+    write_metrics(exp_dir, [{"step": s, "reward/mean": 0.0, "success/travel": 0.0,
+                             "success/intention": 0.0, "episode/invalid_rate": 0.875,
+                             "invalid/travel": 1.0, "invalid/intention": 0.75} for s in (1, 2)])
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
+    assert "0.875" in rows["episode/invalid_rate"]
+    assert "1" in rows["invalid/travel"] and "0.75" in rows["invalid/intention"]
