@@ -17,6 +17,7 @@ COMMAND_MODULES = {
     "orchestrator.commands.workspace_cmds": ("init", "gate", "log", "diff"),
     "orchestrator.commands.run_cmds": ("start", "status", "stop", "agents"),
     "orchestrator.commands.eval_cmds": ("eval", "report"),
+    "orchestrator.commands.compare_cmds": ("compare",),
 }
 
 

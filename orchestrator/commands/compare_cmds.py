@@ -1,0 +1,76 @@
+"""`orchestrator compare`: prompting, PPO and EAU from the same start, several seeds, held-out
+evaluation, one table (orchestrator/compare.py says what it runs and why)."""
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from orchestrator.compare import METHODS, CompareSpec, run_compare
+from orchestrator.errors import UserError
+from orchestrator.paths import runs_dir
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "compare", help="compare prompting, PPO and EAU over seeds on the held-out split",
+        description="Train one experiment per method and seed from the same workspace, config and "
+                    "seeds (PPO: --agent none; EAU: the built-in agent), evaluate every final "
+                    "checkpoint and the untrained model with the walled evaluation, and write "
+                    "runs/NAME/RESULTS.md, results.json and report/.")
+    p.add_argument("--bench", required=True, help="usergym, colbench or tau2")
+    p.add_argument("--methods", default="prompting,ppo,eau",
+                   help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau)")
+    p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
+    p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
+    p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")
+    p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"),
+                   help="config preset of every run")
+    p.add_argument("--model", default=None, help="policy of every run and of prompting (default: SmolLM2-135M)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override of every run (e.g. --set data.train_batch_size=16)")
+    p.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
+                   help="starting knob of every experiment (e.g. --knob env.*.demonstrations=0)")
+    p.add_argument("--every", type=int, default=None, help="EAU: a session every K steps")
+    p.add_argument("--window", type=int, default=None, help="W of measured effects")
+    p.add_argument("--max-lag", type=int, default=None, metavar="N",
+                   help="EAU: the trainer waits for a session N steps behind (see start)")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs (then evaluations) at once; several 135M runs fit one GPU (default 1)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (training and evaluation)")
+    p.add_argument("--eval-episodes", type=int, default=None, metavar="N",
+                   help="evaluate the first N test tasks of each gym (a deviation, recorded)")
+    p.add_argument("--eval-batch-size", type=int, default=None, metavar="N", help="evaluation batch size")
+    p.add_argument("--eval-max-turns", type=int, default=None, metavar="N",
+                   help="evaluation turn limit (a deviation from the protocol, recorded)")
+    p.add_argument("--eval-max-new-tokens", type=int, default=None, metavar="N",
+                   help="evaluation tokens a turn (a deviation from the protocol, recorded)")
+    p.add_argument("--user-llm", default=None,
+                   help="evaluation LLM user: default, a model folder, or none (symbolic arm only)")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args) -> int:
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    if not methods:
+        raise UserError("--methods names no method: e.g. --methods prompting,ppo,eau.")
+    eval_args: list[str] = []
+    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
+        value = getattr(args, f"eval_{flag}")
+        if value is not None:
+            if value < 1:
+                raise UserError(f"--eval-{flag.replace('_', '-')} must be at least 1.")
+            eval_args += [f"--{flag.replace('_', '-')}", str(value)]
+    if args.user_llm:
+        eval_args += ["--user-llm", args.user_llm]
+    root = runs_dir(args.runs_dir)
+    spec = CompareSpec(name=args.name or f"compare-{args.bench}", bench=args.bench, methods=methods,
+                       seeds=args.seeds, steps=args.steps, preset=args.preset, model=args.model,
+                       sets=tuple(args.set), knobs=tuple(args.knob), every=args.every,
+                       window=args.window, max_lag=args.max_lag, parallel=args.parallel,
+                       device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root))
+    command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    out = run_compare(spec, command, say=lambda line: print(line, flush=True))
+    print((out / "RESULTS.md").read_text())
+    print(f"results: {out}/RESULTS.md, {out}/results.json, {out}/report/index.html")
+    return 0

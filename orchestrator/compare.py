@@ -1,0 +1,278 @@
+"""`orchestrator compare`: the paper's comparison (table 1) on our own machine, in one command.
+
+    orchestrator compare --bench usergym --methods prompting,ppo,eau --seeds 3 --steps 25 \
+        --device cuda --parallel 6
+
+What happens, and why:
+1. Every trained method gets one experiment per seed, `runs/NAME-<method>-s<seed>`, started by
+   the real `orchestrator start` (a subprocess each, at most --parallel at once: several 135M
+   trainers fit one H200 side by side): PPO is `--agent none`, EAU is `--agent builtin` (or
+   `eau-claude-code` / `eau-codex` where that CLI is usable). All of them start from the same
+   project workspace, the same `--knob` starting knobs, the same config (`--preset`, `--set`,
+   `--steps`) and `trainer.seed` = the seed, so the method is the only difference.
+2. Each experiment's final checkpoint (no selection on test results, paper section 5.1) is
+   evaluated by the walled evaluation, `orchestrator eval`, on the held-out split with the
+   evaluation seed = the seed; prompting (the untrained model) is evaluated with the same seeds
+   into `runs/NAME-prompting`.
+3. The results: `runs/NAME/results.json` (every evaluation's per-gym numbers), `RESULTS.md` (per
+   method and gym: held-out success and score, mean and sample spread over the seeds, and the
+   share of refused actions; the overall mean), and `report/` (`orchestrator report` of all the
+   experiments: the paper's table and every run's curves with its interventions marked).
+A step that fails (a run that crashes, an evaluation that refuses) is recorded with its log file
+and the comparison goes on; the tables say which cells are missing and why.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import UserError
+
+AGENTS = {"ppo": "none", "eau": "builtin", "eau-claude-code": "claude-code", "eau-codex": "codex"}
+METHODS = ("prompting", *AGENTS)
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """What to compare and how (one field per flag of `orchestrator compare`)."""
+
+    name: str
+    bench: str
+    methods: tuple[str, ...] = ("prompting", "ppo", "eau")
+    seeds: int = 3
+    steps: int | None = None
+    preset: str | None = None
+    model: str | None = None
+    sets: tuple[str, ...] = ()            # --set KEY=VALUE for every trained run
+    knobs: tuple[str, ...] = ()           # --knob KEY=VALUE, every experiment's starting knobs
+    every: int | None = None
+    window: int | None = None
+    max_lag: int | None = None
+    parallel: int = 1
+    device: str = "auto"
+    eval_args: tuple[str, ...] = ()       # passed to every `orchestrator eval`
+    runs_dir: Path = Path("runs")
+
+
+@dataclass
+class Job:
+    """One subprocess of the comparison: a training run or an evaluation."""
+
+    kind: str                             # "train" | "eval"
+    method: str
+    seed: int
+    argv: list[str]
+    log: Path
+    rc: int | None = None
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def check_spec(spec: CompareSpec) -> None:
+    unknown = [m for m in spec.methods if m not in METHODS]
+    if unknown:
+        raise UserError(f"unknown method {unknown[0]!r}: choose from {', '.join(METHODS)}.")
+    if spec.seeds < 1 or spec.parallel < 1:
+        raise UserError("--seeds and --parallel must be at least 1.")
+    for m in spec.methods:
+        if m in AGENTS:
+            exp = spec.runs_dir / f"{spec.name}-{m}-s0"
+            if (exp / "experiment.json").exists():
+                raise UserError(f"{exp} exists: a comparison starts fresh experiments; pick another "
+                                f"--name or remove the old ones.")
+
+
+def _cli(spec: CompareSpec) -> list[str]:
+    return [sys.executable, "-m", "orchestrator.cli", "--runs-dir", str(spec.runs_dir)]
+
+
+def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
+    jobs = []
+    for seed in range(spec.seeds):
+        for m in (m for m in spec.methods if m in AGENTS):
+            exp = f"{spec.name}-{m}-s{seed}"
+            argv = _cli(spec) + ["start", "--agent", AGENTS[m], "--bench", spec.bench, "--exp", exp,
+                                 "--no-live", "--set", f"trainer.seed={seed}",
+                                 "--set", f"model.device={spec.device}"]
+            for flag, value in (("--preset", spec.preset), ("--steps", spec.steps),
+                                ("--model", spec.model), ("--every", spec.every),
+                                ("--window", spec.window), ("--max-lag", spec.max_lag)):
+                if value is not None:
+                    argv += [flag, str(value)]
+            for item in spec.sets:
+                argv += ["--set", item]
+            for item in spec.knobs:
+                argv += ["--knob", item]
+            jobs.append(Job("train", m, seed, argv, logs / f"train-{exp}.log", extra={"exp": exp}))
+    return jobs
+
+
+def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
+    jobs = []
+    for seed in range(spec.seeds):
+        for m in spec.methods:
+            if m == "prompting":
+                target = str(spec.runs_dir / f"{spec.name}-prompting")
+                head = [target, "--model", spec.model or "default", "--bench", spec.bench]
+                exp = f"{spec.name}-prompting"
+            else:
+                exp = f"{spec.name}-{m}-s{seed}"
+                head = [exp]
+            argv = _cli(spec) + ["eval", *head, "--seed", str(seed), "--device", spec.device,
+                                 *spec.eval_args]
+            jobs.append(Job("eval", m, seed, argv, logs / f"eval-{m}-s{seed}.log", extra={"exp": exp}))
+    return jobs
+
+
+def run_jobs(jobs: list[Job], parallel: int, say=print, poll_s: float = 1.0) -> None:
+    """Run the jobs, at most `parallel` at once, each with its output in its log file."""
+    pending, running = list(jobs), []
+    while pending or running:
+        while pending and len(running) < parallel:
+            job = pending.pop(0)
+            job.log.parent.mkdir(parents=True, exist_ok=True)
+            fh = open(job.log, "w")
+            proc = subprocess.Popen(job.argv, stdout=fh, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+            running.append((job, proc, fh, time.monotonic()))
+            say(f"{job.kind} {job.method} seed {job.seed}: started ({job.log.name})")
+        time.sleep(poll_s)
+        for item in list(running):
+            job, proc, fh, t0 = item
+            if proc.poll() is None:
+                continue
+            fh.close()
+            job.rc, job.seconds = proc.returncode, round(time.monotonic() - t0, 1)
+            running.remove(item)
+            tail = ""
+            if job.rc != 0:
+                lines = job.log.read_text(errors="replace").strip().splitlines()
+                tail = f": {lines[-1][:160]}" if lines else ""
+            say(f"{job.kind} {job.method} seed {job.seed}: "
+                f"{'done' if job.rc == 0 else f'failed (exit {job.rc})'} in {job.seconds:.0f} s{tail}")
+
+
+def _eval_summary(spec: CompareSpec, exp: str, seed: int, started: float) -> dict[str, Any] | None:
+    """The newest evaluation summary of `exp` with this seed, written after `started`."""
+    found = []
+    for f in (spec.runs_dir / exp / "eval").glob("*/summary.json"):
+        try:
+            s = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if s.get("seed") == seed and f.stat().st_mtime >= started - 1:
+            found.append((f.stat().st_mtime, s))
+    return max(found, key=lambda x: x[0])[1] if found else None
+
+
+def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any]:
+    """Every evaluation's per-gym numbers by method and seed, and the aggregate per method."""
+    results: dict[str, Any] = {"bench": spec.bench, "methods": {}, "jobs": []}
+    for job in (j for j in jobs if j.rc is not None):
+        results["jobs"].append({"kind": job.kind, "method": job.method, "seed": job.seed,
+                                "rc": job.rc, "seconds": job.seconds, "log": str(job.log),
+                                "exp": job.extra.get("exp")})
+    for job in (j for j in jobs if j.kind == "eval"):
+        summary = _eval_summary(spec, job.extra["exp"], job.seed, started) if job.rc == 0 else None
+        entry = results["methods"].setdefault(job.method, {"seeds": {}})
+        entry["seeds"][str(job.seed)] = (
+            {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
+             "source": summary.get("source"), "step": summary.get("step")}
+            if summary else {"missing": job.extra.get("missing") or f"see {job.log}"})
+    for entry in results["methods"].values():
+        entry["aggregate"] = aggregate(entry["seeds"])
+    return results
+
+
+def _mean_sd(values: list[float]) -> dict[str, float]:
+    return {"mean": statistics.fmean(values), "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+def aggregate(seeds: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Per gym and overall (the mean over gyms of each seed, then over seeds): success, score and
+    refused-action rate, mean and sample spread over the seeds that have a result."""
+    done = [s["per_gym"] for s in seeds.values() if "per_gym" in s]
+    out: dict[str, Any] = {"gyms": {}, "overall": {}, "seeds": len(done)}
+    if not done:
+        return out
+    gyms = sorted({g for pg in done for g in pg})
+    for key in ("success", "score", "invalid_rate"):
+        for gym in gyms:
+            vals = [float(pg[gym][key]) for pg in done if gym in pg and key in pg[gym]]
+            if vals:
+                out["gyms"].setdefault(gym, {})[key] = _mean_sd(vals)
+        per_seed = [statistics.fmean(float(pg[g][key]) for g in pg if key in pg[g])
+                    for pg in done if any(key in pg[g] for g in pg)]
+        if per_seed:
+            out["overall"][key] = _mean_sd(per_seed)
+    return out
+
+
+def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) -> str:
+    """RESULTS.md: the command, then per gym and overall the held-out success, score and refused
+    share of each method (mean ± sample spread over seeds), then what failed."""
+    methods = [m for m in spec.methods if m in results["methods"]]
+    gyms = sorted({g for m in methods for g in results["methods"][m]["aggregate"]["gyms"]})
+
+    def cell(stat: dict[str, float] | None) -> str:
+        return "-" if not stat else f"{stat['mean']:.3f} ± {stat['sd']:.3f}"
+
+    lines = [f"# Comparison {spec.name}: {', '.join(methods)} on {spec.bench}", "",
+             "```", command, "```", "",
+             f"Held-out split, the walled evaluation of each final checkpoint; mean ± sample spread "
+             f"over {spec.seeds} seed(s) (training seed = evaluation seed).", ""]
+    for key, title in (("success", "success"), ("score", "score (the paper's UserGym/ColBench number)"),
+                       ("invalid_rate", "refused actions (share of agent turns)")):
+        lines += [f"## {title}", "", "| gym | " + " | ".join(methods) + " |",
+                  "| --- |" + " ---: |" * len(methods)]
+        for gym in gyms:
+            lines.append(f"| {gym} | " + " | ".join(
+                cell(results["methods"][m]["aggregate"]["gyms"].get(gym, {}).get(key)) for m in methods) + " |")
+        lines.append("| **overall** | " + " | ".join(
+            cell(results["methods"][m]["aggregate"]["overall"].get(key)) for m in methods) + " |")
+        lines.append("")
+    failed = [j for j in results["jobs"] if j["rc"] != 0]
+    lines += ["## Jobs", "", "| job | method | seed | exit | seconds | log |", "| --- | --- | ---: | ---: | ---: | --- |"]
+    for j in results["jobs"]:
+        lines.append(f"| {j['kind']} | {j['method']} | {j['seed']} | {j['rc']} | {j['seconds']:.0f} | {Path(j['log']).name} |")
+    if failed:
+        lines += ["", f"{len(failed)} job(s) failed: their cells are missing; read their logs."]
+    return "\n".join(lines) + "\n"
+
+
+def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
+    """The whole comparison; returns runs/NAME (results.json, RESULTS.md, report/)."""
+    check_spec(spec)
+    out = spec.runs_dir / spec.name
+    logs = out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    (out / "compare.json").write_text(json.dumps(
+        {"command": command, "started": started, **{k: (str(v) if isinstance(v, Path) else v)
+                                                    for k, v in spec.__dict__.items()}}, indent=1) + "\n")
+    train = train_jobs(spec, logs)
+    run_jobs(train, spec.parallel, say)
+    evals = eval_jobs(spec, logs)
+    (spec.runs_dir / f"{spec.name}-prompting").mkdir(parents=True, exist_ok=True)
+    trained = {t.extra["exp"] for t in train if t.rc == 0}
+    skipped = [j for j in evals if j.method != "prompting" and j.extra["exp"] not in trained]
+    for j in skipped:
+        j.extra["missing"] = f"its training failed (see {logs / ('train-' + j.extra['exp'] + '.log')})"
+    run_jobs([j for j in evals if j not in skipped], spec.parallel, say)
+    results = collect(spec, train + evals, started)
+    results["wall_s"] = round(time.time() - started, 1)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out / "RESULTS.md").write_text(render_markdown(spec, results, command))
+    exps = sorted({j.extra["exp"] for j in evals if j.rc == 0})
+    if exps:
+        from orchestrator.report import build_report
+
+        build_report([spec.runs_dir / e for e in exps], out / "report")
+    return out

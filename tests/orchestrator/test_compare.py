@@ -1,0 +1,65 @@
+"""`orchestrator compare` scaled down to the tiny model on the CPU: the same command as on the GPU
+(prompting, PPO and EAU; two seeds; held-out evaluation of every final checkpoint), so the
+comparison's machinery is tested where CI runs; the GPU run only changes the sizes."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orchestrator.cli import main
+
+
+def _config(runs, exp):
+    """A run's frozen config without its own workspace's path."""
+    cfg = json.loads((runs / exp / "run-001" / "config.json").read_text())
+    assert cfg.pop("workspace")["repo"] == str(runs / exp / "workspace")
+    return cfg
+
+
+@pytest.mark.slow          # ~1-2 minutes: four tiny training runs and six evaluations
+def test_compare_trains_evaluates_and_tabulates_every_method_and_seed(tmp_path, tiny_model_dir, capsys):
+    runs = tmp_path / "runs"
+    argv = ["--runs-dir", str(runs), "compare", "--bench", "usergym", "--name", "cmp",
+            "--methods", "prompting,ppo,eau", "--seeds", "2", "--steps", "2", "--preset", "cpu",
+            "--model", str(tiny_model_dir), "--device", "cpu", "--parallel", "2",
+            "--set", "gyms=[\"intention\",\"telepathy\"]", "--set", "data.train_batch_size=2",
+            "--set", "rollout.n=1", "--set", "rollout.max_turns=2", "--set", "rollout.response_length=4",
+            "--set", "trainer.save_freq=0", "--set", "model.precision=fp32",
+            "--knob", "env.*.demonstrations=0",
+            "--eval-episodes", "1", "--eval-max-turns", "2", "--eval-max-new-tokens", "4",
+            "--user-llm", "none"]
+    assert main(argv) == 0
+    out = runs / "cmp"
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["methods"]) == {"prompting", "ppo", "eau"}
+    for method, entry in results["methods"].items():
+        assert sorted(entry["seeds"]) == ["0", "1"], method
+        assert all("per_gym" in s for s in entry["seeds"].values()), (method, entry["seeds"])
+        agg = entry["aggregate"]
+        assert agg["seeds"] == 2 and agg["overall"]["success"]["n"] == 2
+        assert set(agg["gyms"]) == {"travel", "function", "persuade", "tau", "turtle", "intention",
+                                    "telepathy"}                  # the held-out protocol's gyms
+    # the same start for every method: configs differ only in the seed; knobs seeded alike
+    ppo0, eau0, ppo1 = _config(runs, "cmp-ppo-s0"), _config(runs, "cmp-eau-s0"), _config(runs, "cmp-ppo-s1")
+    assert ppo0 == eau0
+    assert ppo0["trainer"]["seed"] == 0 and ppo1["trainer"]["seed"] == 1
+    assert {k: v for k, v in ppo1.items() if k != "trainer"} == {k: v for k, v in ppo0.items() if k != "trainer"}
+    for exp in ("cmp-ppo-s0", "cmp-eau-s1"):
+        meta = json.loads((runs / exp / "experiment.json").read_text())
+        assert meta["seed_knobs"] == {"env.*.demonstrations": 0}
+    # every evaluation is the final checkpoint's (or the untrained model's), its deviations recorded
+    summaries = [json.loads(f.read_text()) for f in runs.glob("cmp-*/eval/*/summary.json")]
+    assert len(summaries) == 6
+    assert {s["source"] for s in summaries} == {"checkpoint", "model"}
+    assert all({d["setting"] for d in s["deviations"]} >= {"episodes"} for s in summaries)
+    md = (out / "RESULTS.md").read_text()
+    assert md.count("| **overall** |") == 3 and "| prompting | ppo | eau |" in md
+    assert (out / "report" / "index.html").exists()
+    assert "RESULTS.md" in capsys.readouterr().out
+
+
+def test_compare_refuses_unknown_methods_in_one_sentence(tmp_path, capsys):
+    assert main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods", "ppo,grpo"]) != 0
+    err = capsys.readouterr().err
+    assert "unknown method 'grpo'" in err and len(err.strip().splitlines()) == 1
