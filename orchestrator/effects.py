@@ -126,7 +126,8 @@ def measure(metrics: list[dict[str, Any]], step: int, metric: str, direction: st
 _METRIC_RE = re.compile(r"\b((?:success|reward|episode|user|actor|critic|kl)/[\w.-]+)")
 _DOWN_WORDS = ("down", "fall", "drop", "decreas", "lower", "reduc", "shrink", "below")
 _UP_WORDS = ("rise", "increas", "raise", "higher", "grow", "improv", "above")
-_GOOD_DOWN = ("user/leak_rate", "critic/value_loss", "kl/ref", "actor/approx_kl", "episode/turns")
+_GOOD_DOWN = ("user/leak_rate", "critic/value_loss", "kl/ref", "actor/approx_kl", "episode/turns",
+              "episode/invalid_rate", "episode/truncated_frac")
 
 
 def target_of(message: str, changed: dict[str, tuple[Any, Any]], gyms: list[str]) -> tuple[str, str]:
@@ -141,7 +142,11 @@ def target_of(message: str, changed: dict[str, tuple[Any, Any]], gyms: list[str]
             m = _METRIC_RE.search(line)
             if m:
                 metric = m.group(1).rstrip(".,;")
-                words = set(re.findall(r"[a-z]+", line.lower()))
+                # the direction words of the metric's own clause: "Expect: episode/invalid_rate
+                # falls, then reward/mean rises" judges invalid_rate by "falls" alone (read as
+                # both, it once counted the fall as harm and asked to revert the fix)
+                clause = re.split(r"[,;]|\bthen\b|\band\b", line[m.end():].lower())[0]
+                words = set(re.findall(r"[a-z]+", clause))
                 down = any(w.startswith(_DOWN_WORDS) for w in words)
                 up = "up" in words or any(w.startswith(_UP_WORDS) for w in words)
                 if down != up:

@@ -75,6 +75,7 @@ class Planner:
         self.gyms, self.avoid, self.busy = bench_gyms, avoid, busy
         self.unremedied: list[str] = []     # findings left alone this session, with the reason
         self.findings: list[Finding] = []
+        self.waiting: str | None = None       # a remedy still measured stops this session
 
     # ---- helpers
     def value(self, path: str) -> Any:
@@ -116,12 +117,14 @@ class Planner:
                     "low_success": self.on_low_success, "high_success": self.on_high_success,
                     "invalid_actions": self.on_invalid_actions,
                     "format_learned": self.on_format_learned}
-        self.unremedied = []
-        self.findings = findings
+        self.unremedied, self.findings, self.waiting = [], findings, None
         for f in findings:
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
             if act is not None:
                 return act
+            if self.waiting:        # refused turns cause the deadlocks and zero success after
+                self.unremedied.append(self.waiting)       # them: no second cause meanwhile
+                return None
             if f.kind != "format_learned":        # an observation, not a problem
                 self.unremedied.append(self.why_not(f, run_dir))
         return None
@@ -158,6 +161,9 @@ class Planner:
                 x for x in self.gyms if by_gym.get(x, 0.0) >= diagnostics.INVALID_FRAC
                 or (x not in by_gym and x not in judged)]
         gyms = [g for g in self.gyms if g in gyms]
+        if any(f"env.{g}.demonstrations" in self.busy for g in gyms):
+            self.waiting = f"{f.message} The worked examples just shown are still being measured."
+            return None     # one cause at a time
         writes = {}
         for gym in gyms:
             path = f"env.{gym}.demonstrations"

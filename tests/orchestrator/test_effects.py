@@ -38,6 +38,10 @@ def test_noise_floor_scales_with_step_to_step_variation():
 def test_target_comes_from_expect_line_or_the_knobs_changed():
     assert effects.target_of("x\n\nWhy: a\nExpect: user/leak_rate falls.", {}, []) == ("user/leak_rate", "down")
     assert effects.target_of("x\nExpect: success/colbench rises", {}, []) == ("success/colbench", "up")
+    # two metrics on one line: the first is judged by its own clause ("falls"), not by the second's
+    # "rises" (the demo's fix for refused actions was once measured as harm and nearly reverted)
+    assert effects.target_of("x\nExpect: episode/invalid_rate falls, then reward/mean rises.", {}, []) \
+        == ("episode/invalid_rate", "down")
     assert effects.target_of("x", {"user.colbench.facts_per_reply": (3, 1)}, []) == ("user/leak_rate", "down")
     assert effects.target_of("x", {"env.travel.max_steps": (8, 12)}, []) == ("success/travel", "up")
     assert effects.target_of("x", {"agent.entropy_coeff": (0.0, 0.004)}, []) == ("actor/entropy", "up")

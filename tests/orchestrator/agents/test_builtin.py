@@ -266,3 +266,14 @@ def test_findings_without_a_remedy_are_named_not_nothing_to_change(exp):
     assert res.commits == []
     assert "nothing to change" not in res.reason
     assert "rollout.max_turns 4" in res.reason and "--set rollout.max_turns" in res.reason
+
+
+def test_no_escalation_while_the_worked_examples_are_being_measured(exp):
+    """Refusals right after the demonstrations were raised come from steps before the change:
+    the session waits for its measurement instead of switching on the format reward too."""
+    fresh_run(exp, episodes_fn=lambda s, r: [refused_episode("colbench", i=i) for i in range(6)])
+    assert base.run_session(make_ctx(exp, "builtin")).status == base.OK
+    assert knobs(exp)["env"]["colbench"]["demonstrations"] == 2
+    res = base.run_session(make_ctx(exp, "builtin", session="s002"))
+    assert res.commits == [] and "being measured" in res.reason
+    assert knobs(exp)["reward"]["modules"]["well_formed"]["enabled"] is False
