@@ -18,6 +18,11 @@ Backends (chosen by `make_generator(model, tokenizer, backend=...)`):
 - "vllm":   training/vllm_backend.py (optional; needs vLLM installed).
 "auto" is "graph" on CUDA and "plain" elsewhere.
 
+Memory (issue 15, "evaluation that fits"): the graph backend's prefill grows with batch x context,
+never with batch x context^2. The prompt is run into the cache PREFILL_CHUNK query positions per
+forward (`prefill_mask`: a (B, 1, C, L) mask per chunk), where one (B, 1, P, L) mask over a whole
+8,192-token context made `python -m training.evaluate` ask for 23.32 GiB at batch 70 on the H200.
+
 Sampling inside the graph draws from the default CUDA generator (re-seeded before each call, which a
 captured graph honours), with the exponential-race trick `argmax(p / E)`, E ~ Exp(1), which samples
 exactly from p without a host synchronisation (torch.multinomial would need one).
@@ -32,6 +37,11 @@ import torch
 
 BACKENDS = ("auto", "plain", "static", "cb", "graph", "vllm")
 MAX_STOP_IDS = 8  # the graph's stop-id tensor has a fixed size; unused slots hold -1
+# Query positions per prefill forward (GraphGenerator, and policy.generate's transformers path as
+# `prefill_chunk_size`). The prefill's transient memory is B x C x L for the mask plus B x C x width
+# for the activations: at batch 128 and a 9,216-column cache, 1.2 GB of bf16 mask at C = 512
+# against 19 GB at C = P = 8,192. Shorter prompts run in one chunk, exactly as before.
+PREFILL_CHUNK = 512
 
 
 class GenerationConfigError(ValueError):
@@ -213,6 +223,27 @@ def sample_next(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Te
     return torch.where(greedy, logits.argmax(-1), sampled)
 
 
+def prefill_mask(amask: torch.Tensor, start: int, stop: int, length: int,
+                 dtype: torch.dtype) -> torch.Tensor:
+    """Additive mask (B, 1, stop - start, length) for query positions [start, stop) of left-padded
+    prompts whose 0/1 mask is amask (B, P), against a static cache of `length` columns.
+
+    0 where the query may attend (a real token at or before it), dtype-min elsewhere; a padding
+    query sees itself, so no softmax row is empty (NaN). Built in `dtype` directly: a float32
+    intermediate would double the largest tensor of the prefill.
+    """
+    b, p = amask.shape
+    q = torch.arange(start, stop, device=amask.device)[:, None]               # (C, 1)
+    k = torch.arange(length, device=amask.device)[None, :]                    # (1, L)
+    real = torch.zeros(b, length, dtype=torch.bool, device=amask.device)      # (B, L)
+    real[:, :p] = amask.bool()
+    allowed = (k <= q)[None] & real[:, None, :]                               # (B, C, L)
+    allowed |= (k == q)[None]
+    mask = torch.full((b, 1, stop - start, length), torch.finfo(dtype).min, dtype=dtype,
+                      device=amask.device)                                    # (B, 1, C, L)
+    return mask.masked_fill_(allowed[:, None], 0.0)
+
+
 class GraphGenerator:
     """Static KV cache decode loop; on CUDA each decode step is one CUDA graph replay.
 
@@ -223,7 +254,7 @@ class GraphGenerator:
 
     def __init__(self, model, tokenizer, *, use_graph: bool | None = None, max_batch: int = 256,
                  len_bucket: int = 128, check_every: int = 16, compile: bool | None = None,
-                 gqa_decode: bool = True):
+                 gqa_decode: bool = True, prefill_chunk: int = PREFILL_CHUNK):
         self.model, self.tokenizer = model, tokenizer
         if gqa_decode:  # note: switches `model`'s attention for every later caller (same results)
             use_gqa_decode(model)
@@ -248,6 +279,9 @@ class GraphGenerator:
                     setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 64))
             self._forward = torch.compile(model, dynamic=self.compile == "dynamic")
         self.max_batch, self.len_bucket, self.check_every = max_batch, len_bucket, check_every
+        if prefill_chunk < 1:
+            raise GenerationConfigError(f"prefill_chunk must be at least 1 (got {prefill_chunk}).")
+        self.prefill_chunk = prefill_chunk
         self._slots: dict[tuple[int, int], _Slots] = {}
         self.capture_s = 0.0  # time spent building graphs (reported by the benchmark)
 
@@ -318,22 +352,21 @@ class GraphGenerator:
         self.capture_s += time.perf_counter() - t0
 
     def _prefill(self, s: _Slots, ids: torch.Tensor, amask: torch.Tensor) -> torch.Tensor:
-        """Run the prompts (B, P) into the cache; returns last-position logits (B, V)."""
-        b, p = ids.shape
+        """Run the prompts (B, P) into the cache, `prefill_chunk` query positions per forward
+        (each chunk's keys and values land in the static cache, which the next chunk attends
+        to); returns last-position logits (B, V)."""
+        p = ids.shape[1]
         length = s.mask.shape[-1]
         neg = torch.finfo(s.mask.dtype).min
-        q = torch.arange(p, device=ids.device)
-        k = torch.arange(length, device=ids.device)
-        allowed = (k[None, None, :] <= q[None, :, None]) & (k < p)[None, None, :]
-        pad_cols = torch.zeros(b, length, dtype=torch.bool, device=ids.device)
-        pad_cols[:, :p] = amask.bool()
-        allowed = allowed & pad_cols[:, None, :]
-        allowed |= (k[None, None, :] == q[None, :, None])  # pad rows see themselves: no NaN rows
-        mask4 = torch.where(allowed, 0.0, neg).to(s.mask.dtype)[:, None]   # (B, 1, P, L)
         pos = (amask.cumsum(-1) - 1).clamp_min(0)                          # (B, P)
         s.cache.reset()
-        logits = self.model(input_ids=ids, position_ids=pos, attention_mask=mask4,
-                            past_key_values=s.cache, use_cache=True, logits_to_keep=1).logits
+        for start in range(0, p, self.prefill_chunk):
+            stop = min(start + self.prefill_chunk, p)
+            mask4 = prefill_mask(amask, start, stop, length, s.mask.dtype)  # (B, 1, C, L)
+            logits = self.model(input_ids=ids[:, start:stop], position_ids=pos[:, start:stop],
+                                attention_mask=mask4, past_key_values=s.cache, use_cache=True,
+                                logits_to_keep=1).logits
+            del mask4                    # freed before the next chunk builds its own
         s.mask.fill_(neg)
         s.mask[:, 0, 0, :p] = torch.where(amask.bool(), 0.0, neg).to(s.mask.dtype)
         s.pos.copy_(pos[:, -1:] + 1)

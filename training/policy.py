@@ -26,6 +26,7 @@ from torch import nn
 
 from training.config import ModelConfig
 from training import ppo
+from training.generation import PREFILL_CHUNK
 
 
 class ModelLoadError(ValueError):
@@ -264,13 +265,16 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
     # Decoding is bound by reading weights: on CPU, autocast re-casts every fp32 weight to bf16
     # at each new token, which measured slower than plain fp32 (benchmarks/trainer_bench.py);
     # prefill-heavy training passes keep autocast. On GPU bf16 autocast is used throughout.
+    # prefill_chunk_size: transformers runs the prompt PREFILL_CHUNK positions at a time, so its
+    # mask is (B, 1, C, L) per chunk, never (B, 1, L, L) (issue 15: memory linear in the context).
     rollout_ctx = models.autocast() if models.device.type == "cuda" else contextlib.nullcontext()
     with rollout_ctx:
         out = model.generate(input_ids=ids, attention_mask=attn, do_sample=temperature > 0,
                              temperature=temperature if temperature > 0 else None,
                              top_p=top_p, top_k=0, max_new_tokens=max_new_tokens,
                              min_new_tokens=min_new_tokens or None,
-                             pad_token_id=pad, eos_token_id=stop)                   # (B, L + n)
+                             pad_token_id=pad, eos_token_id=stop,
+                             prefill_chunk_size=PREFILL_CHUNK)                      # (B, L + n)
     model.train(was_training)
     new = out[:, width:].tolist()
     result = []

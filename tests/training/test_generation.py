@@ -2,12 +2,15 @@
 
 Greedy output of the fast decode loop equals Hugging Face's plain `generate` token for token (on
 the CPU the loop runs eagerly; on CUDA, as graph replays: the gpu-marked test); stop ids cut the
-output after the first stop; seeded sampling repeats; top-p keeps only the nucleus.
+output after the first stop; seeded sampling repeats; top-p keeps only the nucleus. The prompt is
+prefilled in chunks, so no tensor of a generate call grows with prompt x context (issue 15: a dense
+(B, 1, P, L) mask asked for 23.32 GiB in an evaluation on the H200).
 """
 from __future__ import annotations
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from training.generation import (GenerationConfigError, left_pad, make_generator, sample_next,
                                  trim)
@@ -39,6 +42,22 @@ def model():
     return _model()
 
 
+class LargestAllocation(TorchDispatchMode):
+    """Records the largest storage (bytes) any tensor op produces while active: the peak single
+    allocation of a call, seen the same way on every device."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes, self.op = 0, None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, (tuple, list)) else (out,):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() > self.bytes:
+                self.bytes, self.op = t.untyped_storage().nbytes(), (str(func), tuple(t.shape))
+        return out
+
+
 def test_graph_loop_greedy_equals_plain_generate(model):
     prompts = _prompts()
     plain = make_generator(_model(), Tok, "plain").generate(prompts, 16, greedy=True)  # pure SDPA
@@ -67,6 +86,68 @@ def test_more_prompts_than_batch_and_reuse_across_calls(model):
     gen = make_generator(model, Tok, "graph", max_batch=2)
     assert gen.generate(prompts, 8, greedy=True) == plain
     assert gen.generate(prompts[:3], 8, greedy=True) == plain[:3]   # buffers reused
+
+
+def test_chunked_prefill_greedy_equals_plain_on_short_and_long_prompts(model):
+    prompts = _prompts(seed=8, lengths=(5, 300, 37))
+    plain = make_generator(_model(), Tok, "plain").generate(prompts, 16, greedy=True)  # one forward
+    for chunk in (7, 64):
+        gen = make_generator(model, Tok, "graph", prefill_chunk=chunk)
+        assert gen.generate(prompts, 16, greedy=True) == plain, chunk
+    assert len({tuple(r) for r in plain}) == 3 and all(len(set(r)) > 3 for r in plain)
+
+
+def test_prefill_memory_grows_with_the_chunk_not_the_prompt(model, monkeypatch):
+    """Batch 3 (bucket 4), prompts up to P = 600 tokens, a 640-column cache: one dense mask over
+    the prompt would be 4 x 600 x 640 floats (6.1 MB); per 32-query chunk the largest tensor is a
+    layer's keys repeated over the query heads, (4, 4, 640, 16) floats (0.66 MB)."""
+    prompts = _prompts(seed=9, lengths=(5, 600, 37))
+    gen = make_generator(model, Tok, "graph", prefill_chunk=32)
+    masks = []
+    forward = model.forward
+
+    def spy(*args, **kw):
+        masks.append(tuple(kw["attention_mask"].shape))
+        return forward(*args, **kw)
+
+    monkeypatch.setattr(model, "forward", spy)
+    with LargestAllocation() as seen:
+        gen.generate(prompts, 16, greedy=True)
+    prefill = [m for m in masks if m[2] > 1]
+    assert len(prefill) == 600 // 32 + 1 and max(m[2] for m in prefill) == 32
+    assert all(m == (4, 1, 32, 640) for m in prefill[:-1])
+    dense = 4 * 600 * 640 * 4                     # (B, 1, P, L) fp32
+    assert seen.bytes <= dense / 8, seen.op
+
+
+def test_rollout_generate_prefills_in_chunks_with_the_same_tokens(monkeypatch):
+    """policy.generate's transformers path (the CPU's, and CUDA's where fast_generate does not
+    apply) prefills PREFILL_CHUNK positions at a time: same greedy and seeded sampled tokens."""
+    from training import policy
+
+    class ChatTok(Tok):
+        unk_token_id = None
+
+        def convert_tokens_to_ids(self, name):
+            return None
+
+    m = _model()
+    models = policy.Models(policy=m, critic=None, reference=None, tokenizer=ChatTok(),
+                           device=torch.device("cpu"), path="")
+    contexts = _prompts(seed=10, lengths=(5, 600, 37))
+
+    def run(chunk, temperature, seen=None):
+        monkeypatch.setattr(policy, "PREFILL_CHUNK", chunk)
+        torch.manual_seed(3)
+        with seen or LargestAllocation():
+            return policy.generate(models, contexts, max_new_tokens=8, temperature=temperature,
+                                   top_p=1.0)
+
+    whole_seen, chunked_seen = LargestAllocation(), LargestAllocation()
+    whole = run(10_000, 0.0, whole_seen)
+    assert run(32, 0.0, chunked_seen) == whole and len({tuple(r) for r in whole}) == 3
+    assert chunked_seen.bytes <= whole_seen.bytes / 4  # whole: a (B, 1, P, P) float mask
+    assert run(32, 1.0) == run(10_000, 1.0)
 
 
 def test_seeded_sampling_repeats_and_differs_by_seed(model):
@@ -123,6 +204,8 @@ def test_helpers_and_errors(model):
     assert make_generator(model, Tok, "auto").__class__.__name__ == "HFGenerator"   # CPU
     with pytest.raises(GenerationConfigError, match="compile must be"):
         make_generator(model, Tok, "graph", compile="fast")
+    with pytest.raises(GenerationConfigError, match="prefill_chunk must be"):
+        make_generator(model, Tok, "graph", prefill_chunk=0)
 
 
 def test_rollout_compile_mode_from_environment(monkeypatch):
