@@ -18,10 +18,12 @@ Backends (chosen by `make_generator(model, tokenizer, backend=...)`):
 - "vllm":   training/vllm_backend.py (optional; needs vLLM installed).
 "auto" is "graph" on CUDA and "plain" elsewhere.
 
-Memory (issue 15, "evaluation that fits"): the graph backend's prefill grows with batch x context,
-never with batch x context^2. The prompt is run into the cache PREFILL_CHUNK query positions per
-forward (`prefill_mask`: a (B, 1, C, L) mask per chunk), where one (B, 1, P, L) mask over a whole
-8,192-token context made `python -m training.evaluate` ask for 23.32 GiB at batch 70 on the H200.
+Memory (issue 15, "evaluation that fits"): the graph backend's memory grows with batch x context,
+never with batch x context^2 nor with the number of calls. The prompt is run into the cache
+PREFILL_CHUNK query positions per forward (`prefill_mask`: a (B, 1, C, L) mask per chunk), where one
+(B, 1, P, L) mask over a whole 8,192-token context made `python -m training.evaluate` ask for
+23.32 GiB at batch 70 on the H200; and the caches of all (batch, length) slots view one storage
+sized for the largest call (`SharedKV`), where each slot kept a cache of its own alive.
 
 Sampling inside the graph draws from the default CUDA generator (re-seeded before each call, which a
 captured graph honours), with the exponential-race trick `argmax(p / E)`, E ~ Exp(1), which samples
@@ -223,6 +225,54 @@ def sample_next(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Te
     return torch.where(greedy, logits.argmax(-1), sampled)
 
 
+class SharedKV:
+    """Flat key and value buffers, one pair per layer, that the StaticCache of every slot views as
+    its (B, H, L, D) keys and values.
+
+    Why: slots and their CUDA graphs are kept per (batch, length) bucket for reuse, and a
+    multi-turn rollout asks for a new length bucket at nearly every turn (contexts grow). With a
+    cache of its own per slot, every turn's cache stayed allocated: SmolLM2-135M keeps 23 KB of
+    keys and values per token (30 layers x 2 x 3 heads x 64 x bf16), so 16 turns at batch 32
+    whose cache lengths grow to 9,216 keep about the sum of all turns' lengths x 32 x 23 KB, tens
+    of GiB (an evaluation at batch 28 held 72.9 GiB on the H200). Sharing changes no result: one
+    slot runs at a time and each call's prefill zeroes its view first (`cache.reset()`).
+    """
+
+    def __init__(self):
+        self.keys: list[torch.Tensor] = []      # per layer, 1-D
+        self.values: list[torch.Tensor] = []
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    def holds(self, cache) -> bool:
+        """Whether every layer of `cache` (shapes set, no storage yet) fits in the buffers."""
+        return bool(self.keys) and all(
+            layer.keys.numel() <= k.numel() and layer.values.numel() <= v.numel()
+            for layer, k, v in zip(cache.layers, self.keys, self.values))
+
+    def grow(self, cache, device) -> None:
+        """Buffers sized for `cache`; the caller has dropped every view of the old ones, which are
+        released before the new ones are allocated."""
+        self.keys, self.values = [], []
+        self.keys = [torch.zeros(layer.keys.numel(), dtype=layer.keys.dtype, device=device)
+                     for layer in cache.layers]
+        self.values = [torch.zeros(layer.values.numel(), dtype=layer.values.dtype, device=device)
+                       for layer in cache.layers]
+
+    def attach(self, cache, device) -> None:
+        """Point each layer of a meta-initialised StaticCache at views of the buffers (the fields
+        StaticLayer.lazy_initialization would set: keys, values, device, cumulative_length)."""
+        for layer, k, v in zip(cache.layers, self.keys, self.values):
+            layer.keys = k[:layer.keys.numel()].view(layer.keys.shape)              # (B, H, L, D)
+            layer.values = v[:layer.values.numel()].view(layer.values.shape)
+            layer.device = device
+            layer.cumulative_length = torch.zeros((), dtype=torch.long, device=device)
+            for t in (layer.keys, layer.values, layer.cumulative_length):
+                torch._dynamo.mark_static_address(t)   # fixed addresses for torch.compile
+
+
 def prefill_mask(amask: torch.Tensor, start: int, stop: int, length: int,
                  dtype: torch.dtype) -> torch.Tensor:
     """Additive mask (B, 1, stop - start, length) for query positions [start, stop) of left-padded
@@ -247,9 +297,9 @@ def prefill_mask(amask: torch.Tensor, start: int, stop: int, length: int,
 class GraphGenerator:
     """Static KV cache decode loop; on CUDA each decode step is one CUDA graph replay.
 
-    Buffers and graphs are kept per (batch bucket, cache-length bucket) and reused across calls;
-    batches are padded up to a bucket (the padding rows are done from the start), more prompts than
-    `max_batch` are run in chunks.
+    Buffers and graphs are kept per (batch bucket, cache-length bucket) and reused across calls,
+    their KV caches all views of one storage (SharedKV); batches are padded up to a bucket (the
+    padding rows are done from the start), more prompts than `max_batch` are run in chunks.
     """
 
     def __init__(self, model, tokenizer, *, use_graph: bool | None = None, max_batch: int = 256,
@@ -283,6 +333,7 @@ class GraphGenerator:
             raise GenerationConfigError(f"prefill_chunk must be at least 1 (got {prefill_chunk}).")
         self.prefill_chunk = prefill_chunk
         self._slots: dict[tuple[int, int], _Slots] = {}
+        self._kv = SharedKV()
         self.capture_s = 0.0  # time spent building graphs (reported by the benchmark)
 
     def _bucket_batch(self, n: int) -> int:
@@ -291,12 +342,32 @@ class GraphGenerator:
             b *= 2
         return min(max(b, 1), self.max_batch) if n <= self.max_batch else self.max_batch
 
-    def _slots_for(self, batch: int, length: int, max_new: int, nucleus: bool) -> _Slots:
+    @property
+    def kv_bytes(self) -> int:
+        """Bytes of key/value cache this generator holds between calls."""
+        return self._kv.nbytes
+
+    def _cache(self, batch: int, length: int):
+        """A StaticCache (batch, length) viewing the shared storage, grown (and every slot dropped:
+        their views and captured graphs hold the old addresses) when it does not fit."""
         from transformers import StaticCache
 
+        cfg = self.model.config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        cache = StaticCache(config=cfg, max_cache_len=length)
+        cache.early_initialization(batch, heads, dim, self.model.dtype, torch.device("meta"))
+        if not self._kv.holds(cache):
+            self._slots.clear()
+            self._kv.grow(cache, self.device)
+        self._kv.attach(cache, self.device)
+        return cache
+
+    def _slots_for(self, batch: int, length: int, max_new: int, nucleus: bool) -> _Slots:
         key = (batch, length, nucleus)
         if key in self._slots and self._slots[key].out.shape[1] >= max_new:
             return self._slots[key]
+        cache = self._cache(batch, length)
         dev, dt = self.device, self.model.dtype
         s = _Slots(tok=torch.zeros(batch, 1, dtype=torch.long, device=dev),
                    pos=torch.zeros(batch, 1, dtype=torch.long, device=dev),
@@ -311,7 +382,7 @@ class GraphGenerator:
                    min_new=torch.zeros((), dtype=torch.long, device=dev),
                    stop_mask=torch.zeros(self.model.config.vocab_size, dtype=torch.bool, device=dev),
                    nucleus=nucleus)
-        s.cache = StaticCache(config=self.model.config, max_cache_len=length)
+        s.cache = cache
         if dev.type != "cuda":
             s.gen = torch.Generator(device=dev)
         self._slots[key] = s

@@ -150,6 +150,20 @@ def test_rollout_generate_prefills_in_chunks_with_the_same_tokens(monkeypatch):
     assert run(32, 1.0) == run(10_000, 1.0)
 
 
+def test_slots_share_one_kv_storage_sized_for_the_largest_call(model):
+    """Calls whose contexts grow, as the turns of a rollout do, take a new (batch, length) slot
+    each; all their caches view one storage sized for the largest call (one cache per slot held
+    2.4x as much here), and a slot kept from an earlier call still decodes correctly after other
+    slots have written that storage."""
+    plain = make_generator(_model(), Tok, "plain")
+    gen = make_generator(model, Tok, "graph", len_bucket=16)
+    turns = [_prompts(seed=20 + t, lengths=(4 + 30 * t, 9, 2 + 20 * t)) for t in range(4)]
+    for prompts in turns + turns[:2] + turns[:2]:          # the last two: kept slots reused
+        assert gen.generate(prompts, 8, greedy=True) == plain.generate(prompts, 8, greedy=True)
+    # 2 layers x (K, V) x batch bucket 4 x 2 KV heads x 112 columns (94 + 8 -> 112) x 16 x fp32
+    assert gen.kv_bytes == 2 * 2 * 4 * 2 * 112 * 16 * 4
+
+
 def test_seeded_sampling_repeats_and_differs_by_seed(model):
     gen = make_generator(model, Tok, "graph")
     prompts = _prompts(seed=4)
