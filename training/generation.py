@@ -487,7 +487,9 @@ class GraphGenerator:
         if s.gen is not None:
             s.gen.manual_seed(int(torch.randint(0, 2**62, ())) if seed is None else seed)
         if self.use_graph and s.graph is None:
-            self._prefill(s, ids, amask)     # gives the lazy cache its tensors before capture
+            # The cache's tensors exist already (SharedKV), so no prefill is needed before the
+            # capture; the warm-up steps read zeros, not what another slot left in the storage.
+            s.cache.reset()
             s.col.fill_(ids.shape[1])
             s.step.fill_(0)
             self._capture(s)
