@@ -152,14 +152,15 @@ class Planner:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
         delta and the examples the file holds; else the shipped format reward."""
-        gyms: list[str] = []        # every gym some refusal finding names: one remedy, one cause
-        judged = {x.gym for x in self.findings if x.gym}          # gyms with a finding of their own
+        # every gym some refusal finding names (one remedy, one cause), and the run's gyms that no
+        # finding mentions: not sampled in the recent steps, they have not seen the format either
+        seen = {x.gym for x in self.findings if x.gym} | \
+            {g for x in self.findings for g in (x.evidence.get("by_gym") or {})}
+        gyms = [x for x in self.gyms if x not in seen]
         for g in [x for x in self.findings if x.kind == "invalid_actions"] or [f]:
             by_gym = g.evidence.get("by_gym") or {}
-            # a pooled finding: its gyms' rates; a gym not seen recently shares the failure
-            gyms += [g.gym] if g.gym else [
-                x for x in self.gyms if by_gym.get(x, 0.0) >= diagnostics.INVALID_FRAC
-                or (x not in by_gym and x not in judged)]
+            gyms += [g.gym] if g.gym else [x for x, rate in by_gym.items()
+                                           if rate >= diagnostics.INVALID_FRAC]
         gyms = [g for g in self.gyms if g in gyms]
         if any(f"env.{g}.demonstrations" in self.busy for g in gyms):
             self.waiting = f"{f.message} The worked examples just shown are still being measured."

@@ -41,7 +41,8 @@ def plant_leaking_rule(exp_dir: Path) -> str:
     path.write_text(json.dumps(rules, indent=2) + "\n")
     sha = Workspace(ws).commit_all("Add a chatty collaborator rule\n\nWhy: test the loop.\n"
                                    "Expect: the meta-agent finds the leak and repairs it.\n", ("tester", "t@x"))
-    assert gate.judge_pending(exp_dir)[0].accepted
+    gate.judge_pending(exp_dir)          # nothing runs yet: the post-commit hook judged it already
+    assert [v["verdict"] for v in ledger.read_lines(exp_dir, "verdict") if v["commit"] == sha] == ["accepted"]
     return sha
 
 
