@@ -299,6 +299,24 @@ PRESETS: dict[str, dict[str, Any]] = {
             "trainer": {"total_steps": 8, "save_freq": 4, "threads": 2}},
 }
 
+# The `cpu` preset's changes per bench, merged over PRESETS["cpu"] (which fits UserGym as it is:
+# 3 turns x 32 tokens hold six gyms' answers, 4-27 tokens, and prompts of 120-178 tokens). Sized
+# by benchmarks/bench_budgets.py (SmolLM2 tokenizer, train split; training.budget refuses a
+# config under which a gym cannot succeed):
+CPU_BY_BENCH: dict[str, dict[str, Any]] = {
+    # ColBench: prompt 148-162 tokens; an answer ("I WANT TO ANSWER:" + reference) 54 / 110 / 153
+    # (min / median / max), so 128 tokens hold the median and 133 of 160 answers (32 held none);
+    # asking about each hidden fact (3-5) then answering takes 4-6 turns and 407 / 524 tokens
+    # (median / max) with short questions; at 128 tokens a turn, 6 turns stay under 1,600.
+    "colbench": {"rollout": {"max_turns": 6, "response_length": 128, "max_episode_tokens": 2048}},
+    # tau2: the policy and tool list make the prompt 1,347 (telecom) to 1,933 (retail) tokens, over
+    # the old 1,024 budget; the oracle's solved episodes take 2-7 turns and 1,454 / 3,908 tokens
+    # (telecom median / retail max); the longest gold call is 104 tokens in retail, 211 in airline
+    # (median 80). Two episodes a step: each is 3-4k tokens to train on.
+    "tau2": {"data": {"train_batch_size": 1}, "actor": {"ppo_mini_batch_size": 1},
+             "rollout": {"max_turns": 8, "response_length": 128, "max_episode_tokens": 4608}},
+}
+
 
 def _merge(base: dict, over: dict) -> dict:
     out = dict(base)
@@ -333,5 +351,7 @@ def resolve(bench: str, preset: str | None = None, overrides: dict[str, Any] | N
         if preset not in PRESETS:
             raise ConfigError(f"unknown preset {preset!r}: choose one of {', '.join(PRESETS)}.")
         data = _merge(data, PRESETS[preset])
+        if preset == "cpu" and name in CPU_BY_BENCH:
+            data = _merge(data, CPU_BY_BENCH[name])
     data = _merge(data, dotted_to_nested(overrides or {}))
     return Config.from_dict(data).validate()
