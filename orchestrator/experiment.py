@@ -120,9 +120,10 @@ class Experiment:
             raise UserError(f"experiment {self.dir.name} has used its cap of {self.cap} runs: "
                             f"raise it with --max-runs or start a new experiment.")
         name = f"run-{len(self.runs) + 1:03d}"
+        config = self.config(opts)          # a refused config leaves no run folder behind
         run = self.run_dir(name)
         run.mkdir(parents=True)
-        (run / "config.json").write_text(json.dumps(self.config(opts), indent=2) + "\n")
+        (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         if from_run and from_checkpoint:
             shutil.copytree(self.run_dir(from_run) / "checkpoints" / from_checkpoint,
                             run / "checkpoints" / from_checkpoint)
@@ -135,6 +136,7 @@ class Experiment:
         return run
 
     def config(self, opts: StartOptions) -> dict[str, Any]:
+        from training.budget import check_start          # tokenizers + jinja2: no torch
         from training.config import ConfigError, resolve   # plain dataclasses: no torch
 
         over = {"workspace.repo": str(self.ws.path), **opts.overrides}
@@ -143,7 +145,9 @@ class Experiment:
         if opts.model is not None:
             over["model.path"] = opts.model
         try:
-            return resolve(self.meta["bench"], opts.preset, over).to_dict()
+            cfg = resolve(self.meta["bench"], opts.preset, over)
+            check_start(cfg, self.ws.path)   # one sentence before any trainer starts
+            return cfg.to_dict()
         except ConfigError as exc:
             raise UserError(str(exc)) from None
 

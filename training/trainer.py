@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from training import checkpoint, live, metrics, rewards
+from training import budget, checkpoint, live, metrics, rewards
 from training import distributed as D
 from training import hold as hold_mod
 from training.config import Config, ConfigError
@@ -140,6 +140,10 @@ class Trainer:
         resumed = self._resume(saved) if saved is not None else None
         if resumed is None:
             self.live = self._initial_snapshot()
+            # refuse now a config under which a gym can never succeed, not after hours of
+            # truncated episodes (training/budget.py; `orchestrator start` checks it first)
+            budget.check_run(self.cfg, self.bench, self.tasks, self.live.snapshot,
+                             self.models.tokenizer)
         if self.main:
             self._drop_lines_past_step()
             extra = {"world_size": self.dist.world_size, "parallel": self.cfg.trainer.parallel} \

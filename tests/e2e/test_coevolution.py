@@ -53,11 +53,12 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
     plant_leaking_rule(exp_dir)
     # max_lag: the trainer waits for a session still running a step after it began, so the fix
     # lands mid-run however slowly the session's nice-19 process is scheduled (a CI machine once
-    # finished all 7 steps before it committed)
+    # finished all 7 steps before it committed); 64-token turns hold the shortest ColBench answer
+    # (54 tokens), which `orchestrator start` requires (training/budget.py)
     opts = StartOptions(bench="colbench", agent="builtin", every=2, preset="cpu", steps=7, window=2,
                         model=str(tiny_model_dir), poll_s=0.5, max_lag=1,
                         overrides={"data.train_batch_size": 2, "rollout.n": 1, "rollout.max_turns": 3,
-                                   "rollout.response_length": 12, "trainer.save_freq": 0,
+                                   "rollout.response_length": 64, "trainer.save_freq": 0,
                                    "trainer.trajectories_per_step": 8})
     exp, final = run_experiment("leak", opts, tmp_path)
     assert final == "finished"

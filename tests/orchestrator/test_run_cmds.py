@@ -198,3 +198,20 @@ def test_status_shows_the_share_of_refused_actions_per_gym(tmp_path, capsys):
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") >= 3}
     assert "0.875" in rows["episode/invalid_rate"]
     assert "1" in rows["invalid/travel"] and "0.75" in rows["invalid/intention"]
+
+
+def test_start_refuses_a_config_under_which_no_episode_can_succeed(tmp_path, capsys, monkeypatch,
+                                                                    tiny_model_dir):
+    """tau2's policy prompt (1,347-1,933 tokens) over a 1,024-token episode budget: one sentence,
+    exit 2, no run folder and no trainer (training/budget.py, checked before the launch)."""
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    code = main(["--runs-dir", str(tmp_path), "start", "--agent", "none", "--bench", "tau2",
+                 "--preset", "cpu", "--set", "rollout.max_episode_tokens=1024", "--model",
+                 str(tiny_model_dir), "--no-live", "--exp", "tight", "--trainer-module", "fake_trainer"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("orchestrator: rollout.max_episode_tokens 1,024 is below the tau2 retail "
+                          "prompt") and err.strip().endswith("raise it to at least 2,000.")
+    assert json.loads((tmp_path / "tight" / "experiment.json").read_text())["runs"] == []
+    assert not (tmp_path / "tight" / "run-001").exists()
+    assert not list(tmp_path.rglob("trainer.pid"))

@@ -38,7 +38,8 @@ def test_smoke_two_steps_on_a_real_gym(tmp_path, tiny_model_dir, bench, user_llm
     over = {"trainer.save_freq": 2, "rollout.user_llm": user_llm,
             "rollout.user_response_length": 8}
     if bench == "colbench":       # two mini-batches: old log-probs get their own pass
-        over["actor.ppo_mini_batch_size"] = 1
+        # turns that can hold an answer (the shortest reference is 54 tokens; training/budget.py)
+        over.update({"actor.ppo_mini_batch_size": 1, "rollout.response_length": 64})
     if bench == "usergym":
         over.update({"gyms": ["travel"], "data.train_batch_size": 2, "rollout.n": 2})
     write_run(run, workspace_dir=PROJECT / "workspace", model_dir=tiny_model_dir, bench=bench,
