@@ -144,9 +144,11 @@ class Experiment:
             over["trainer.total_steps"] = opts.steps
         if opts.model is not None:
             over["model.path"] = opts.model
+        live = self.ws.rev(LIVE_REF)        # the knobs the new run's trainer will load
+        knobs = self.ws.read_file(live, "knobs.json") if live else None
         try:
             cfg = resolve(self.meta["bench"], opts.preset, over)
-            check_start(cfg, self.ws.path)   # one sentence before any trainer starts
+            check_start(cfg, self.ws.path, json.loads(knobs) if knobs else None)
             return cfg.to_dict()
         except ConfigError as exc:
             raise UserError(str(exc)) from None
@@ -263,6 +265,11 @@ class Loop:
         if len(self.exp.runs) >= self.exp.cap:
             ledger.append_line(self.exp.dir, {**line, "status": "refused",
                                               "reason": f"the cap of {self.exp.cap} runs is reached"})
+            return False
+        try:        # the live knobs may no longer let an episode succeed: keep the run going
+            self.exp.config(self.opts)
+        except UserError as exc:
+            ledger.append_line(self.exp.dir, {**line, "status": "refused", "reason": str(exc)})
             return False
         self.sup.stop()
         self.exp.set_run_state(self.run.name, "restarted", ended_step=last_step(self.run))

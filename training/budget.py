@@ -305,10 +305,13 @@ def check_run(cfg: Config, bench, tasks: list[Task], snapshot, tok) -> None:
     check(cfg, measure(cfg.bench, bench, tasks, snapshot, tok), snapshot.knobs, exchange_floor(tok))
 
 
-def check_start(cfg: Config, workspace: Path | str) -> None:
+def check_start(cfg: Config, workspace: Path | str, knobs: dict[str, Any] | None = None) -> None:
     """`orchestrator start`'s check before the trainer is launched: the config against the
-    workspace folder's knobs, users and the policy's tokenizer read without torch. Skipped for a
-    custom bench or a model whose tokenizer.json is not at hand; the trainer checks those."""
+    workspace folder's users and knobs (or `knobs`: the live commit's, which the trainer will
+    run) and the policy's tokenizer read without torch. Skipped for a custom bench or a model
+    whose tokenizer.json is not at hand; the trainer checks those."""
+    import dataclasses
+
     from training.benches import BENCH_NAMES, get_bench
     from training.snapshot import Snapshot
 
@@ -316,6 +319,8 @@ def check_start(cfg: Config, workspace: Path | str) -> None:
     if cfg.bench not in BENCH_NAMES or folder is None:
         return
     bench = get_bench(cfg.bench)
-    gyms = list(cfg.gyms) or list(bench.gyms)
-    tasks = bench.load_tasks(cfg.data.split, gyms=gyms)
-    check_run(cfg, bench, tasks, Snapshot.from_dir(workspace), ChatTokenizer(folder))
+    tasks = bench.load_tasks(cfg.data.split, gyms=list(cfg.gyms) or list(bench.gyms))
+    snapshot = Snapshot.from_dir(workspace)
+    if knobs is not None:
+        snapshot = dataclasses.replace(snapshot, knobs=knobs)
+    check_run(cfg, bench, tasks, snapshot, ChatTokenizer(folder))

@@ -1,7 +1,9 @@
 """The experiment loop with a stand-in trainer (tests/fakes/fake_trainer.py, same files, fast):
 the built-in agent repairs a planted deadlock live; a restart through control.json makes run-002
-from the carried workspace and the cap holds; a stopped experiment resumes; a crash restarts."""
+from the carried workspace and the cap holds, and one under which no episode could succeed is
+refused; a stopped experiment resumes; a crash restarts."""
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -131,3 +133,43 @@ def test_max_lag_holds_the_trainer_for_a_slow_session(env, monkeypatch):
     assert not (exp.dir / "run-001" / "hold.json").exists()
     steps = [json.loads(x)["step"] for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 13))
+
+
+def plant_live(ws: Path, files: dict[str, str], message: str) -> None:
+    """A commit on top of refs/eau/live with `files` changed, made the live ref directly (as if
+    the gate had promoted it); main and the working tree stay as they are."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(ws / ".git" / "planted-index")}
+
+    def g(*args, stdin=None):
+        return subprocess.run(["git", "-C", str(ws), *args], input=stdin, capture_output=True,
+                              text=True, check=True, env=env).stdout.strip()
+
+    live = g("rev-parse", "refs/eau/live")
+    g("read-tree", live)
+    for path, text in files.items():
+        g("update-index", "--add", "--cacheinfo", f"100644,{g('hash-object', '-w', '--stdin', stdin=text)},{path}")
+    commit = g("commit-tree", g("write-tree"), "-p", live, "-m", message)
+    g("update-ref", "refs/eau/live", commit)
+
+
+def test_a_restart_no_episode_could_succeed_under_is_refused(env, monkeypatch):
+    """A restart requested while the live knobs ask ColBench for 7 answered questions (the cpu
+    preset gives 6 turns) is refused in the ledger with the sentence; the run goes on."""
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.1")
+    planted = []
+
+    def plant(st):
+        if st["step"] >= 3 and not planted:
+            ws = env / "imp" / "workspace"
+            knobs = json.loads((ws / "knobs.json").read_text())
+            knobs["env"]["colbench"]["min_questions"] = 7
+            plant_live(ws, {"knobs.json": json.dumps(knobs), "control.json": json.dumps(
+                {"action": "restart", "why": "a fresh start"})}, "Ask more, restart")
+            planted.append(True)
+
+    exp, final = run_experiment("imp", opts(agent="none", steps=15), env, on_tick=plant)
+    assert final == "finished" and [r["name"] for r in exp.runs] == ["run-001"]
+    control = [c for c in ledger.read_lines(exp.dir, "control") if c["action"] == "restart"]
+    assert [c["status"] for c in control] == ["refused"]
+    assert control[0]["reason"].startswith("rollout.max_turns 6 leaves ColBench 6 turn(s), but a "
+                                           "solved episode takes 8")
