@@ -6,7 +6,8 @@ trainer reads it back with `Config.from_dict`. Keys follow verl's (`data.train_b
 `actor.optim.lr`, `rollout.n`, ...) so that a verl user can read a run at a glance.
 
 Presets carry the paper's appendix C (Table 9) values per bench; the `cpu` preset scales them down
-so the README demo (SmolLM2-135M, UserGym, ~10 PPO steps) fits a 2-core CPU in a few minutes.
+so the README demo (SmolLM2-135M, UserGym, ~10 PPO steps) fits a 2-core CPU in a few minutes, with
+turn and episode budgets per bench (`CPU_BY_BENCH`) that a solved episode fits.
 
 Batch units, as in verl: `data.train_batch_size` and `actor.ppo_mini_batch_size` count prompts
 (tasks); every prompt is rolled out `rollout.n` times, so a step trains on
@@ -299,20 +300,27 @@ PRESETS: dict[str, dict[str, Any]] = {
             "trainer": {"total_steps": 8, "save_freq": 4, "threads": 2}},
 }
 
-# The `cpu` preset's changes per bench, merged over PRESETS["cpu"] (which fits UserGym as it is:
-# 3 turns x 32 tokens hold six gyms' answers, 4-27 tokens, and prompts of 120-178 tokens). Sized
-# by benchmarks/bench_budgets.py (SmolLM2 tokenizer, train split; training.budget refuses a
-# config under which a gym cannot succeed):
+# The `cpu` preset's changes per bench, merged over PRESETS["cpu"]; training.budget refuses at
+# start a config under which a gym cannot succeed. Figures from benchmarks/bench_budgets.py
+# (SmolLM2 tokenizer, train split; min / median / max) and 1-step runs of
+# `orchestrator start --agent none --bench B --preset cpu --steps 1` on the shared 2-core CPU.
+# UserGym keeps PRESETS["cpu"] (the README demo): prompts 120-178 tokens; 32-token turns hold the
+# answers of six gyms (4-27 tokens) but not the tau gym's write call (39 / 45 / 75: ten-digit ids
+# are ten tokens), which cannot succeed at 32 (training.budget checks answers over the run).
 CPU_BY_BENCH: dict[str, dict[str, Any]] = {
-    # ColBench: prompt 148-162 tokens; an answer ("I WANT TO ANSWER:" + reference) 54 / 110 / 153
-    # (min / median / max), so 128 tokens hold the median and 133 of 160 answers (32 held none);
-    # asking about each hidden fact (3-5) then answering takes 4-6 turns and 407 / 524 tokens
-    # (median / max) with short questions; at 128 tokens a turn, 6 turns stay under 1,600.
+    # ColBench: prompt 148-162 tokens; an answer ("I WANT TO ANSWER:" + reference) 54 / 110 / 153,
+    # so 128 tokens hold the median and 133 of 160 answers (32 held none); asking about each
+    # hidden fact (3-5) then answering takes 4-6 turns, 407 / 524 tokens with short questions;
+    # 6 turns of 128 tokens and replies stay under 1,600, and 2,048 leaves room for
+    # demonstrations in the prompt. Step: 154 s (rollout 106 s, update 48 s; 496 s while other
+    # tests ran), the untrained policy filling 18 of 24 turns to the 128-token cap.
     "colbench": {"rollout": {"max_turns": 6, "response_length": 128, "max_episode_tokens": 2048}},
-    # tau2: the policy and tool list make the prompt 1,347 (telecom) to 1,933 (retail) tokens, over
-    # the old 1,024 budget; the oracle's solved episodes take 2-7 turns and 1,454 / 3,908 tokens
-    # (telecom median / retail max); the longest gold call is 104 tokens in retail, 211 in airline
-    # (median 80). Two episodes a step: each is 3-4k tokens to train on.
+    # tau2: the policy and tool list make the prompt 1,347 (telecom) to 1,933 (retail) tokens,
+    # over the old 1,024 budget; the oracle's solved episodes take 2-7 turns and 1,454 / 3,908
+    # tokens (telecom median / retail max); its longest gold call is 104 tokens in retail, 211
+    # in airline (51 of 60 airline tasks' calls fit 128). Two episodes a step, since every turn
+    # re-reads the 2-4k-token episode: step 197 s (rollout 76 s, update 121 s) on a quiet
+    # machine, 1,071-1,486 s beside another trainer.
     "tau2": {"data": {"train_batch_size": 1}, "actor": {"ppo_mini_batch_size": 1},
              "rollout": {"max_turns": 8, "response_length": 128, "max_episode_tokens": 4608}},
 }
