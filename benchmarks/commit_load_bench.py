@@ -11,8 +11,9 @@ at an unjudged commit, and how much the trainer's step time moved.
 Phases alternate, quiet/load/quiet/load/quiet for --rounds 2, so that other work on a shared
 machine hits both kinds alike: a quiet phase is the trainer alone for --quiet-s; a load phase is
 the agent's --commits over --seconds plus the person's, and lasts until the gate has judged them
-all. The trainer is the tiny model on ColBench with the CPU preset's rollout (3 turns x 32
-tokens) and a batch of 4 tasks (a ~5 s step here), on --threads 1 (the other core left to
+all. The trainer is the tiny model on ColBench with the CPU preset's rollout (6 turns x 128
+tokens; the figures in RESULTS-commit-load.md were taken at 3 x 32, a ~5 s step here, before
+ColBench got turns that can hold an answer) and a batch of 4 tasks, on --threads 1 (the other core left to
 everything else; --threads 2 is the preset's: every core), hot reloading the experiment's
 workspace. Step time is both the wall time between consecutive metrics.jsonl lines (it includes
 the hot reloads) and the trainer's own perf/step_s, counted for steps that start and end inside
