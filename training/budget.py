@@ -323,4 +323,9 @@ def check_start(cfg: Config, workspace: Path | str, knobs: dict[str, Any] | None
     snapshot = Snapshot.from_dir(workspace)
     if knobs is not None:
         snapshot = dataclasses.replace(snapshot, knobs=knobs)
-    check_run(cfg, bench, tasks, snapshot, ChatTokenizer(folder))
+    tok = ChatTokenizer(folder)
+    try:
+        needs = measure(cfg.bench, bench, tasks, snapshot, tok)
+    except Exception:       # a workspace the environments cannot start from: not this check's
+        return              # verdict to give; the trainer fails on it with the environment's error
+    check(cfg, needs, snapshot.knobs, exchange_floor(tok))
