@@ -116,7 +116,7 @@ def test_trainer_hot_reloads_changed_examples(tmp_path, tiny_model_dir):
     run = tmp_path / "run"
     write_run(run, repo=ws, model_dir=tiny_model_dir, bench="usergym",
               overrides={"data.train_batch_size": 2, "rollout.n": 1, "trainer.total_steps": 1,
-                         "gyms": ["intention"]})
+                         "gyms": ["intention"], "rollout.response_length": 16})
     trainer = Trainer(run)
     before = trainer.make_episodes(1)[0]
     path = ws / "demonstrations" / "usergym.json"
