@@ -58,6 +58,9 @@ class ActorConfig:
     """Passes over the step's episodes."""
     clip_ratio: float = 0.2
     """PPO's epsilon: the probability ratio is clipped to [1 - eps, 1 + eps]."""
+    clip_ratio_c: float = 3.0
+    """Dual clip (verl's clip_ratio_c): a token with negative advantage loses at most -A * c,
+    however far its ratio grew; must be above 1."""
     kl_loss_coef: float = 0.001
     """Weight of low_var_kl to the reference; the live knob agent.kl_loss_coef overrides it."""
     entropy_coeff: float = 0.001
@@ -214,6 +217,8 @@ class Config:
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
             (self.model.device in ("auto", "cpu", "cuda"), "model.device must be auto, cpu or cuda"),
             (self.model.precision in ("auto", "bf16", "fp32"), "model.precision must be auto, bf16 or fp32"),
+            (self.actor.clip_ratio_c > 1.0, "actor.clip_ratio_c must be above 1 (the dual clip's bound "
+             "on a negative-advantage token's ratio; verl's default is 3)"),
             (self.trainer.total_steps >= 0, "trainer.total_steps must not be negative"),
             (self.trainer.parallel in ("none", "ddp", "fsdp"),
              "trainer.parallel must be none, ddp or fsdp"),

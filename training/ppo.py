@@ -116,18 +116,26 @@ def token_level_gae(token_rewards: torch.Tensor, values: torch.Tensor, response_
 
 
 def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
-                mask: torch.Tensor, clip_ratio: float) -> dict[str, torch.Tensor]:
-    """Clipped surrogate (Schulman et al. 2017). All (B, T).
+                mask: torch.Tensor, clip_ratio: float, clip_ratio_c: float = 3.0) -> dict[str, torch.Tensor]:
+    """Clipped surrogate (Schulman et al. 2017) with verl's guards. All (B, T).
 
-    ratio = exp(logp - old_logp)
-    L = mean_mask( max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps)) )
+    log_ratio = clamp(logp - old_logp, -20, 20);  ratio = exp(log_ratio)
+    L1 = max(-A * ratio, -A * clip(ratio, 1 - eps, 1 + eps))
+    L  = min(L1, -A * c) where A < 0 (dual clip, Ye et al. 2020), else L1;  mean over the mask
+    Why: without the clamp a log-ratio of 100 overflows exp in float32 and, with A = -1, the
+    max keeps the inf; without the dual clip a negative-advantage token whose ratio exploded
+    contributes without bound (-A * ratio), so one stale token can dominate a mini-batch.
     """
-    log_ratio = logprobs - old_logprobs
+    log_ratio = torch.clamp(logprobs - old_logprobs, -20.0, 20.0)
     ratio = torch.exp(log_ratio)
     loss1 = -advantages * ratio
     loss2 = -advantages * torch.clamp(ratio, 1.0 - clip_ratio, 1.0 + clip_ratio)
-    return {"pg_loss": masked_mean(torch.maximum(loss1, loss2), mask),
+    clipped = torch.maximum(loss1, loss2)
+    dual = torch.minimum(clipped, -advantages * clip_ratio_c)
+    losses = torch.where(advantages < 0, dual, clipped)
+    return {"pg_loss": masked_mean(losses, mask),
             "clipfrac": masked_mean((loss2 > loss1).to(logprobs.dtype), mask),
+            "dual_clipfrac": masked_mean(((advantages < 0) & (dual < clipped)).to(logprobs.dtype), mask),
             "approx_kl": masked_mean(-log_ratio, mask)}
 
 

@@ -207,7 +207,8 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
         logp, ent = models.logprobs(mb["input_ids"], mb["attention_mask"], mask,
                                     temperature=temp, with_entropy=True)
     old = mb["old_logprobs"] if "old_logprobs" in mb else logp.detach()    # single_update
-    pg = ppo.policy_loss(logp, old, mb["advantages"], mask, cfg.actor.clip_ratio)
+    pg = ppo.policy_loss(logp, old, mb["advantages"], mask, cfg.actor.clip_ratio,
+                         cfg.actor.clip_ratio_c)
     entropy = ppo.masked_mean(ent, mask)
     kl = ppo.masked_mean(ppo.low_var_kl(logp, mb["ref_logprobs"]), mask)
     loss = pg["pg_loss"] - coefs["entropy_coeff"] * entropy
@@ -215,6 +216,7 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
         loss = loss + coefs["kl_loss_coef"] * kl
     (loss * (share * scale)).backward()
     for name, value in (("actor/pg_loss", pg["pg_loss"]), ("actor/clipfrac", pg["clipfrac"]),
+                        ("actor/dual_clipfrac", pg["dual_clipfrac"]),
                         ("actor/approx_kl", pg["approx_kl"]), ("actor/entropy", entropy),
                         ("kl/ref", kl), ("actor/loss", loss)):
         sums[name] = sums.get(name, 0.0) + float(value.detach()) * share

@@ -172,3 +172,30 @@ def test_whitening_ignores_masked_entries():
     assert w[0, 3] == 0
     assert ppo.masked_mean(w, mask).item() == pytest.approx(0.0, abs=1e-6)
     assert w[0, 0].item() == pytest.approx(-1.0, abs=1e-4)     # unbiased std of (1,2,3) is 1
+
+
+def test_policy_loss_stays_finite_for_an_exploded_ratio_and_dual_clips():
+    """A log-ratio of 100 with A = -1 overflowed exp in float32 and the max kept inf. Now the
+    log-ratio is clamped to 20 and the dual clip bounds a negative-advantage token at -A * c:
+    per token, A=-1, r=e^20: min(max(e^20, 1.2), 3) = 3; A=+1, r=e^20: max(-e^20, -1.2) = -1.2;
+    A=-2, r=1: min(max(2, 2), 6) = 2 (untouched) -> mean (3 - 1.2 + 2) / 3."""
+    old = torch.zeros(1, 3)
+    logp = torch.tensor([[100.0, 100.0, 0.0]])
+    adv = torch.tensor([[-1.0, 1.0, -2.0]])
+    mask = torch.ones(1, 3)
+    out = ppo.policy_loss(logp, old, adv, mask, clip_ratio=0.2, clip_ratio_c=3.0)
+    assert math.isfinite(out["pg_loss"].item())
+    assert out["pg_loss"].item() == pytest.approx((3.0 - 1.2 + 2.0) / 3, rel=1e-6)
+    assert out["dual_clipfrac"].item() == pytest.approx(1 / 3)
+    assert out["approx_kl"].item() == pytest.approx(-40 / 3)           # clamped log-ratios
+    # gradients are finite too (the clamp stops them at the bound, as verl's)
+    logp = logp.clone().requires_grad_(True)
+    ppo.policy_loss(logp, old, adv, mask, 0.2, 3.0)["pg_loss"].backward()
+    assert torch.isfinite(logp.grad).all()
+
+
+def test_dual_clip_bound_is_validated():
+    from training.config import Config, ConfigError
+
+    with pytest.raises(ConfigError, match="actor.clip_ratio_c must be above 1"):
+        Config.from_dict({"bench": "colbench", "actor": {"clip_ratio_c": 1.0}}).validate()
