@@ -24,10 +24,9 @@ Refused:
   - a gym whose prompt and the exchanges before its answer reach rollout.max_episode_tokens, even
     for its shortest prompt: the rollout ends an episode whose tokens reach the budget after a
     reply (training.rollout._finish_turn), so such a gym never gets to answer;
-  - rollout.response_length below every answer of the run: no task of any of its gyms can have
-    its solving turn written. Checked over the run, not per gym, because UserGym's README demo
-    (32 tokens a turn) holds six gyms' answers but not the tau gym's write call (39 to 75 tokens:
-    ten-digit ids are ten tokens): that gym is a known gap of the demo, not a reason to refuse it.
+  - rollout.response_length below every answer of a gym of the run: none of that gym's tasks
+    can have its solving turn written (UserGym's tau gym: its write call takes 39 to 75 tokens,
+    ten-digit ids are ten tokens, which the README demo's old 32-token turns never held).
 A config that can succeed passes silently.
 """
 from __future__ import annotations
@@ -269,9 +268,10 @@ def _check_budget(max_episode_tokens: int, bench: str, need: GymNeeds, floor: in
 
 def _check_answers(response_length: int, bench: str, needs: dict[str, GymNeeds]) -> None:
     shortest = [(min(n.answers), n) for n in needs.values() if n.answers]
-    if not shortest or any(response_length >= tokens for tokens, _ in shortest):
+    short = [(tokens, n) for tokens, n in shortest if response_length < tokens]
+    if not short:
         return
-    tokens, need = min(shortest, key=lambda pair: pair[0])
+    tokens, need = max(short, key=lambda pair: pair[0])
     median = statistics.median(need.answers)
     raise ConfigError(f"rollout.response_length {response_length} cannot hold any "
                       f"{_where(bench, need.gym)} {need.answer_what}: the shortest is {tokens} "

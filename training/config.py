@@ -299,7 +299,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "cpu": {"data": {"train_batch_size": 2},
             "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 2, "ppo_micro_batch_size": 4},
             "critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size": 4},
-            "rollout": {"n": 2, "max_turns": 3, "response_length": 32, "max_episode_tokens": 1024,
+            # 48-token turns hold every UserGym answer, the tau gym's write call included (39 / 45 /
+            # 75 tokens; benchmarks/bench_budgets.py), which 32 never did
+            "rollout": {"n": 2, "max_turns": 3, "response_length": 48, "max_episode_tokens": 1024,
                         "user_llm": "none"},
             # 8 steps of ~90 s each on an idle 2-core machine: the README demo ends within 15 min
             "trainer": {"total_steps": 8, "save_freq": 4, "threads": 2}},
@@ -309,9 +311,9 @@ PRESETS: dict[str, dict[str, Any]] = {
 # start a config under which a gym cannot succeed. Figures from benchmarks/bench_budgets.py
 # (SmolLM2 tokenizer, train split; min / median / max) and 1-step runs of
 # `orchestrator start --agent none --bench B --preset cpu --steps 1` on the shared 2-core CPU.
-# UserGym keeps PRESETS["cpu"] (the README demo): prompts 120-178 tokens; 32-token turns hold the
-# answers of six gyms (4-27 tokens) but not the tau gym's write call (39 / 45 / 75: ten-digit ids
-# are ten tokens), which cannot succeed at 32 (training.budget checks answers over the run).
+# UserGym keeps PRESETS["cpu"] (the README demo): prompts 120-178 tokens; 48-token turns hold the
+# answers of every gym (4-27 tokens; the tau gym's write call 39 / 45 / 75: ten-digit ids are ten
+# tokens, so its longest calls need a turn of their own length).
 CPU_BY_BENCH: dict[str, dict[str, Any]] = {
     # ColBench: prompt 148-162 tokens; an answer ("I WANT TO ANSWER:" + reference) 54 / 110 / 153,
     # so 128 tokens hold the median and 133 of 160 answers (32 held none); asking about each

@@ -93,12 +93,14 @@ def test_a_turn_shorter_than_every_answer_is_refused(tok):
     check(tok, "colbench", {"rollout.response_length": 54})
 
 
-def test_usergym_answers_count_over_the_run(tok):
-    """The tau gym's write call (39 tokens at the shortest) does not fit the demo's 32 tokens, but
-    six gyms' answers do: the demo passes, a run of the tau gym alone does not."""
-    check(tok, "usergym", {"rollout.response_length": 32})
+def test_usergym_answers_are_checked_per_gym(tok):
+    """Every gym of the run must be able to write its answer: 32 tokens hold six gyms' answers
+    but not the tau gym's write call (39 at the shortest), so a run with the tau gym is refused
+    at 32 and passes at the preset's 48; a run without it passes at 32."""
     with pytest.raises(ConfigError, match=r"UserGym tau answer \(write call\): the shortest is 39"):
-        check(tok, "usergym", {"gyms": ["tau"], "rollout.response_length": 32})
+        check(tok, "usergym", {"rollout.response_length": 32})
+    check(tok, "usergym", {"rollout.response_length": 48})
+    check(tok, "usergym", {"gyms": ["intention", "telepathy", "travel"], "rollout.response_length": 32})
 
 
 def test_too_few_turns_are_refused(tok):
