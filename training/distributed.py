@@ -73,7 +73,15 @@ def init(device: str = "auto", backend: str | None = None, timeout_s: float = 60
 
 
 def shutdown(info: DistInfo) -> None:
+    """Leave the process group together: once in a CI run (2 gloo processes on 2 busy cores) rank 1
+    aborted right after its last step ("terminate called without an active exception", SIGABRT)
+    while rank 0 was still writing the final checkpoint; a barrier first means neither process
+    tears its group down while the other may still use it."""
     if info.active:
+        try:
+            dist.barrier()
+        except Exception:        # the other process is gone already: nothing left to wait for
+            pass
         dist.destroy_process_group()
 
 

@@ -152,9 +152,10 @@ class Planner:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
         delta and the examples the file holds; else the shipped format reward."""
-        # every gym some refusal finding names (one remedy, one cause), and the run's gyms that no
-        # finding mentions: not sampled in the recent steps, they have not seen the format either
-        seen = {x.gym for x in self.findings if x.gym} | \
+        # every gym some refusal finding names (one remedy, one cause), and the run's gyms whose
+        # refusals no finding judged (too few recent turns, or not sampled lately): they have not
+        # seen the format either
+        seen = {x.gym for x in self.findings if x.gym and x.kind in ("invalid_actions", "format_learned")} | \
             {g for x in self.findings for g in (x.evidence.get("by_gym") or {})}
         gyms = [x for x in self.gyms if x not in seen]
         for g in [x for x in self.findings if x.kind == "invalid_actions"] or [f]:

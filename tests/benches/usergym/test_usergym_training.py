@@ -22,7 +22,7 @@ def test_one_ppo_step_on_all_gyms_with_the_mixture(tmp_path, tiny_model_dir):
     run.mkdir()
     cfg = resolve("usergym", "cpu", {
         "model.path": str(tiny_model_dir), "workspace.dir": str(PROJECT / "workspace"),
-        "data.train_batch_size": 21, "rollout.n": 1, "rollout.max_turns": 2, "rollout.response_length": 6,
+        "data.train_batch_size": 21, "rollout.n": 1, "rollout.max_turns": 2, "rollout.response_length": 48,
         "actor.ppo_mini_batch_size": 21, "trainer.total_steps": 1, "trainer.save_freq": 0,
         "trainer.threads": 1, "trainer.heartbeat_s": 0.5})
     (run / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
