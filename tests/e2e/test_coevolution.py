@@ -28,6 +28,13 @@ def git(ws, *args):
     return subprocess.run(["git", "-C", str(ws), *args], capture_output=True, text=True, check=True).stdout
 
 
+def first_agent_commit(exp_dir: Path) -> str:
+    """The first commit a meta-agent session made (the ledger's session lines say which)."""
+    fixes = [s for s in ledger.read_lines(exp_dir, "session") if s["commits"]]
+    assert fixes, ledger.read_lines(exp_dir, "session")
+    return fixes[0]["commits"][0]
+
+
 def plant_leaking_rule(exp_dir: Path) -> str:
     """A person's commit that plants the defect: a collaborator rule, first in order, that
     discloses the next hidden fact on every turn whatever was asked. The gate judges it."""
@@ -62,9 +69,7 @@ def test_builtin_repairs_a_leaking_user_in_a_real_run(tmp_path, monkeypatch, tin
                                    "trainer.trajectories_per_step": 8})
     exp, final = run_experiment("leak", opts, tmp_path)
     assert final == "finished"
-    fixes = [s for s in ledger.read_lines(exp.dir, "session") if s["commits"]]
-    assert fixes, ledger.read_lines(exp.dir, "session")
-    fix = fixes[0]["commits"][0]
+    fix = first_agent_commit(exp.dir)
     subject = git(exp.ws.path, "log", "-1", "--format=%s%n%ae%n%b", fix)
     assert "Rein in user rule 'blurt'" in subject and "builtin-s001@agents.eau" in subject
     assert "Eau-Agent: builtin" in subject and "Why:" in subject
@@ -134,9 +139,7 @@ def test_builtin_shows_worked_examples_when_every_turn_is_refused(tmp_path, monk
                                    "trainer.trajectories_per_step": 8})
     exp, final = run_experiment("format", opts, tmp_path)
     assert final == "finished"
-    fixes = [s for s in ledger.read_lines(exp.dir, "session") if s["commits"]]
-    assert fixes, ledger.read_lines(exp.dir, "session")
-    fix = fixes[0]["commits"][0]
+    fix = first_agent_commit(exp.dir)
     body = git(exp.ws.path, "log", "-1", "--format=%s%n%b", fix)
     assert body.startswith("Show one more worked example") and "refused for their format" in body
     assert [v["verdict"] for v in ledger.read_lines(exp.dir, "verdict") if v["commit"] == fix] == ["accepted"]
