@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training.novelty import same_action
+
 # Thresholds: fractions of the recent episodes or steps that make a finding.
 DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
 LEAK_RATE = 0.10            # share of user turns revealing a hidden fact unasked
@@ -31,6 +33,13 @@ INVALID_FRAC = 0.30         # agent turns refused for their format: an untrained
 FORMAT_LEARNED = 0.05       # at most 5% refused: the format help may be taken back
 MIN_TURNS = 8               # fewer recent agent turns than this say nothing about a gym
 HARDER_SUCCESS = 0.80       # difficulty may rise once recent success reaches 0.80 (A, write checks)
+# H200 comparison (benchmarks/RESULTS-learning.md), SmolLM2-135M: untrained, 18-48% of a UserGym
+# gym's turns and 36% of ColBench's repeat an earlier turn of their episode; after 16 PPO steps
+# TauGym and TravelGym reached 71%. Most turns repeated is past anything the untrained model did.
+LOOP_FRAC = 0.50
+# the share of a reward module's credit paid to repeated turns: 0.14 for elicited_fact at step 1,
+# 0.50-0.61 once PPO had learned to ask again for a fact already disclosed (steps 8-16)
+HACK_SHARE = 0.40
 
 # Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's
 # schema/knobs.schema.json does not say (it is the authority once present).
@@ -56,7 +65,8 @@ class Finding:
     """One diagnosed problem, with the numbers that show it."""
 
     kind: str            # deadlock | leak | reply_growth | entropy_collapse | template_collapse |
-                         # low_success | high_success | nan | harm | invalid_actions | format_learned
+                         # low_success | high_success | nan | harm | invalid_actions | format_learned |
+                         # reward_hack | loop
     gym: str | None      # the gym it concerns, None for run-wide findings
     message: str         # one sentence a person can read
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -300,6 +310,66 @@ def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
     return out + _pooled_invalid(few)
 
 
+def _repeated(ep: dict[str, Any]) -> list[bool]:
+    """Per agent turn: does it repeat an earlier turn of the episode? The rollout marks it
+    (`repeated`); trajectories written before it did are judged from the text the same way."""
+    seen, out = set(), []
+    for t in ep.get("turns", []):
+        me = same_action(t.get("agent", ""))
+        out.append(bool(t["repeated"]) if "repeated" in t else bool(me) and me in seen)
+        seen.add(me)
+    return out
+
+
+def find_loops(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Gyms where most recent agent turns repeat an earlier turn of their episode word for word:
+    the same question gets the same answer, so the turn is spent and nothing is learned."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        marks = [(t, r) for ep in eps for t, r in zip(ep.get("turns", []), _repeated(ep))]
+        if len(marks) < MIN_TURNS:
+            continue
+        rep = [t for t, r in marks if r]
+        rate = len(rep) / len(marks)
+        if rate >= LOOP_FRAC:
+            eg = "; ".join(repr((t.get("agent") or "")[:70]) for t in rep[:2])
+            out.append(Finding("loop", gym,
+                               f"{rate:.0%} of recent {gym} agent turns ({len(rep)} of {len(marks)}) "
+                               f"repeat an earlier turn of their episode; e.g. {eg}.",
+                               {"rate": round(rate, 3), "turns": len(marks), "repeated": len(rep),
+                                "examples": [(t.get("agent") or "")[:160] for t in rep[:2]]}))
+    return out
+
+
+def find_reward_hacks(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Reward modules paying mostly for turns that repeat an earlier turn of their episode: the
+    policy is farming the module (asking again for a fact already disclosed), not progressing.
+    One finding per module, from `module_rewards` in the trajectories; the gyms it paid in and the
+    share of its credit on repeated turns are the evidence."""
+    paid: dict[str, list[float]] = {}          # module -> [credit on repeats, all credit, paid turns]
+    gyms: dict[str, set[str]] = {}
+    for ep in episodes:
+        for t, rep in zip(ep.get("turns", []), _repeated(ep)):
+            for name, value in (t.get("module_rewards") or {}).items():
+                if isinstance(value, (int, float)) and value > 0:
+                    row = paid.setdefault(name, [0.0, 0.0, 0])
+                    row[0] += value if rep else 0.0
+                    row[1] += value
+                    row[2] += 1
+                    gyms.setdefault(name, set()).add(ep.get("gym", "?"))
+    out = []
+    for name, (on_rep, total, turns) in sorted(paid.items()):
+        share = on_rep / total if total else 0.0
+        if turns >= MIN_TURNS and share >= HACK_SHARE:
+            out.append(Finding("reward_hack", None,
+                               f"{share:.0%} of the credit reward module {name} paid recently went "
+                               f"to agent turns that repeat an earlier turn of their episode "
+                               f"({turns} paid turns): the policy farms it.",
+                               {"module": name, "share": round(share, 3), "paid_turns": turns,
+                                "gyms": sorted(gyms[name])}))
+    return out
+
+
 def _pooled_invalid(episodes: list[dict[str, Any]]) -> list[Finding]:
     """The gyms with too few recent turns to judge one by one, together (the CPU demo samples 4
     episodes a step over 7 gyms): one finding (gym None) naming the rate of each gym in it."""
@@ -460,6 +530,9 @@ def diagnose(run_dir: Path | str, window: int = 10,
     # (help that may be withdrawn) comes last
     findings = (find_nan(metrics, window) + find_harm(effects or [])
                 + [f for f in invalid if f.kind == "invalid_actions"]
+                # a farmed reward and repeated turns come before deadlocks, which they cause
+                # (looping episodes run to the turn limit)
+                + find_reward_hacks(episodes) + find_loops(episodes)
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
                 + find_leaks(episodes, metrics, window) + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window)
@@ -469,8 +542,8 @@ def diagnose(run_dir: Path | str, window: int = 10,
 
 # ----------------------------------------------------------------------------- summary
 
-SUMMARY_METRICS = ("reward/mean", "episode/turns", "episode/invalid_rate", "episode/question_rate",
-                   "user/leak_rate",
+SUMMARY_METRICS = ("reward/mean", "score/mean", "episode/turns", "episode/invalid_rate",
+                   "episode/repeat_rate", "episode/question_rate", "user/leak_rate",
                    "actor/entropy", "actor/approx_kl", "critic/value_loss", "kl/ref")
 
 
@@ -479,7 +552,8 @@ def summarize(run_dir: Path | str, window: int = 10, samples: int = 2) -> dict[s
     metrics = read_metrics(run_dir)
     episodes = read_episodes(run_dir)
     names = list(SUMMARY_METRICS) + sorted({k for r in metrics[-1:] for k in r
-                                            if k.startswith(("success/", "reward/", "invalid/")) and k != "reward/mean"})
+                                            if k.startswith(("success/", "score/", "reward/", "invalid/", "repeat/"))
+                                            and k not in ("reward/mean", "score/mean")})
     trends = {}
     for name in names:
         vals = [v for _, v in metric_series(metrics, name)]

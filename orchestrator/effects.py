@@ -123,11 +123,11 @@ def measure(metrics: list[dict[str, Any]], step: int, metric: str, direction: st
 
 # ------------------------------------------------------------------- which metric a change targets
 
-_METRIC_RE = re.compile(r"\b((?:success|reward|episode|user|actor|critic|kl)/[\w.-]+)")
+_METRIC_RE = re.compile(r"\b((?:success|score|reward|episode|user|actor|critic|kl|invalid|repeat)/[\w.-]+)")
 _DOWN_WORDS = ("down", "fall", "drop", "decreas", "lower", "reduc", "shrink", "below")
 _UP_WORDS = ("rise", "increas", "raise", "higher", "grow", "improv", "above")
 _GOOD_DOWN = ("user/leak_rate", "critic/value_loss", "kl/ref", "actor/approx_kl", "episode/turns",
-              "episode/invalid_rate", "episode/truncated_frac")
+              "episode/invalid_rate", "episode/truncated_frac", "episode/repeat_rate")
 
 
 def target_of(message: str, changed: dict[str, tuple[Any, Any]], gyms: list[str]) -> tuple[str, str]:

@@ -43,7 +43,8 @@ def synthetic_episode(gym: str) -> dict[str, Any]:
     """A short, plausible episode in the trajectory format (the trainer's trajectories/*.jsonl)."""
     def turn(i, agent, user, asked, answered, revealed, tools=()):
         return {"turn": i, "agent": agent, "user": user, "reward": 0.0, "revealed_facts": list(revealed),
-                "leaked_facts": [], "asked_question": asked, "answered": answered,
+                "leaked_facts": [], "new_facts": list(revealed), "repeated": False,
+                "asked_question": asked, "answered": answered,
                 "rule_id": "ask-matched" if revealed else None, "tool_calls": list(tools)}
     read = {"name": "get_order_details", "arguments": {"order_id": "#W1"}, "result": "{}", "error": None}
     write = {"name": "cancel_pending_order", "arguments": {"order_id": "#W1"}, "result": "ok", "error": None}

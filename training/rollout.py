@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from training.benches.base import TextEnv, UserReply, UserState
+from training.novelty import novelty
 from training.policy import Models, end_of_turn_ids, generate
 
 
@@ -128,7 +129,7 @@ def _turn_record(k: int, text: str, reply: UserReply | None, reward: float,
     return {"turn": k, "agent": text, "user": reply.text if reply is not None else info.get("obs"),
             "env_reward": float(reward), "reward": float(reward),
             "revealed_facts": list(info.get("revealed_facts", ())),
-            "leaked_facts": list(info.get("leaked_facts", ())),
+            "leaked_facts": list(info.get("leaked_facts", ())), "new_facts": [], "repeated": False,
             "asked_question": bool(info.get("asked_question", False)),
             "answered": bool(info.get("answered", False)),
             "invalid_action": bool(info.get("invalid_action", False)),
@@ -141,6 +142,7 @@ def _finish_turn(models: Models, ep: Episode, k: int, text: str, reply: UserRepl
     obs, reward, terminated, truncated, info = result
     turn = _turn_record(k, text, reply, reward, info)
     turn["user"] = reply.text if reply is not None else obs
+    turn["new_facts"], turn["repeated"] = novelty(ep.turns, turn)
     ep.turns.append(turn)
     ep.user_arm = ep.user_arm or info.get("user_arm") or (reply.arm if reply else None)
     if reply is not None and reply.failed:

@@ -613,6 +613,14 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
     # the gym lacks, a malformed tool call): all of them refused means no learning signal at all
     out["episode/invalid_rate"] = float(np.mean([t.get("invalid_action", False) for t in turns])) \
         if turns else 0.0
+    # turns that repeat an earlier turn of their episode word for word (training.rollout.novelty):
+    # a policy farming a reward that pays per disclosure asks the same question again and again
+    out["episode/repeat_rate"] = float(np.mean([t.get("repeated", False) for t in turns])) \
+        if turns else 0.0
+    # the environment's own final score (the paper's UserGym/ColBench number), which no reward
+    # module adds to: reward/* includes the modules' credit, so a module that pays for the wrong
+    # thing raises reward/* while score/* and success/* stay flat
+    out["score/mean"] = float(np.mean([r.get("score") or 0.0 for r in records])) if records else 0.0
     revealed = sum(len(t["revealed_facts"]) for t in turns)
     leaked = sum(len(t["leaked_facts"]) for t in turns)
     out["user/leak_rate"] = leaked / revealed if revealed else 0.0
@@ -622,9 +630,11 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         mine = [r for r in records if r["gym"] == gym]
         out[f"reward/{gym}"] = float(np.mean([r["return"] for r in mine]))
         out[f"success/{gym}"] = float(np.mean([r["success"] for r in mine]))
+        out[f"score/{gym}"] = float(np.mean([r.get("score") or 0.0 for r in mine]))
         mine_turns = [t for r in mine for t in r["turns"]]
         if mine_turns:
             out[f"invalid/{gym}"] = float(np.mean([t.get("invalid_action", False) for t in mine_turns]))
+            out[f"repeat/{gym}"] = float(np.mean([t.get("repeated", False) for t in mine_turns]))
         for arm in sorted({r["user_arm"] for r in mine if r["user_arm"]}):
             arm_eps = [r for r in mine if r["user_arm"] == arm]
             out[f"reward/{gym}/{arm}"] = float(np.mean([r["return"] for r in arm_eps]))

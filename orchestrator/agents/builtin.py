@@ -14,6 +14,12 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   success past 0.80           -> make the gym harder along a knob's x-harder direction, taking back
                                  demonstrations first
   format learned              -> switch the format reward off again (help goes once not needed)
+  reward hack                 -> limit a module the policy farms by repeating itself to first
+                                 disclosures (a guard appended to its source), else switch it off
+  loop (most turns repeated)  -> switch on the shipped repeat cost (rewards/no_repeat.py)
+
+Order: nan, harm, invalid actions, reward hack, loop, deadlock, leak, collapse, success extremes,
+format learned (orchestrator.diagnostics.diagnose).
 
 A session whose findings have no remedy says which finding and why (e.g. episodes ending at the
 trainer's own rollout.max_turns, which no workspace file moves), never just "nothing to change".
@@ -36,16 +42,36 @@ from orchestrator.diagnostics import Finding
 
 PROGRESS_MODULE = "eau_progress"
 FORMAT_MODULE = "well_formed"        # shipped in workspace/rewards/, switched off
-PROGRESS_SOURCE = '''"""Intermediate reward written by the built-in meta-agent: credit for asking a question that
-gets hidden facts revealed, so that progress shows before the first success (paper section 4.3)."""
+PROGRESS_SOURCE = '''"""Intermediate reward written by the built-in meta-agent: credit for a hidden fact the user
+discloses for the first time in the episode, so that progress shows before the first success
+(paper section 4.3). Nothing for asking as such, nor for a fact asked for again (the rollout's
+`new_facts` and `repeated`): a version that paid 0.1 a question and 0.1 a disclosure, repeats
+included, was farmed on the H200 comparison (ColBench: one question asked 8 times an episode,
+training reward 0.00 -> 0.29, held-out success 0)."""
 
 APPLIES_TO = {gyms!r}
 
 
 def turn_reward(turn):
-    revealed = turn.get("revealed_facts") or []
-    return (0.1 if turn.get("asked_question") else 0.0) + 0.1 * min(len(revealed), 2)
+    if turn.get("repeated"):
+        return 0.0
+    return 0.1 * min(len(turn.get("new_facts") or []), 2)
 '''
+# appended to a reward module the policy farms by asking again (find_reward_hacks): the module then
+# sees only the facts a turn disclosed for the first time, and a repeated turn earns nothing
+GUARD_MARK = "# Guarded by the built-in meta-agent"
+GUARD_SOURCE = '''
+
+{mark}: {why}
+_unguarded_turn_reward = turn_reward
+
+
+def turn_reward(turn):
+    if turn.get("repeated"):
+        return 0.0
+    return _unguarded_turn_reward({{**turn, "revealed_facts": list(turn.get("new_facts") or [])}})
+'''
+NO_REPEAT_MODULE = "no_repeat"     # shipped in workspace/rewards/, switched off
 
 
 @dataclass
@@ -116,7 +142,8 @@ class Planner:
                     "template_collapse": self.on_template_collapse,
                     "low_success": self.on_low_success, "high_success": self.on_high_success,
                     "invalid_actions": self.on_invalid_actions,
-                    "format_learned": self.on_format_learned}
+                    "format_learned": self.on_format_learned,
+                    "reward_hack": self.on_reward_hack, "loop": self.on_loop}
         self.unremedied, self.findings, self.waiting = [], findings, None
         for f in findings:
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
@@ -192,6 +219,45 @@ class Planner:
                                 "episode/invalid_rate falls.", knobs={path: True})
         return None
 
+    # ---- a farmed reward module, and turns spent repeating
+    def on_reward_hack(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """A module pays mostly for repeated turns: limit it to first disclosures and unrepeated
+        turns (a guard appended to its source), or, where it has no turn reward or is guarded
+        already, switch it off."""
+        name = f.evidence.get("module")
+        rel, path = f"rewards/{name}.py", f"reward.modules.{name}.enabled"
+        src_path = self.ws / rel
+        if not name or rel in self.busy or path in self.busy or not src_path.exists():
+            return None
+        src = src_path.read_text()
+        gyms = ", ".join(f.evidence.get("gyms") or self.gyms)
+        expect = "episode/repeat_rate falls; score/mean does not fall."
+        if GUARD_MARK not in src and re.search(r"^def turn_reward\(", src, re.M):
+            why = (f"{f.evidence.get('share', 0):.0%} of its credit went to repeated turns "
+                   f"({gyms}); it now pays first disclosures only.")
+            return Intervention(f"Pay {name} for first disclosures only",
+                                f"{f.message} A question asked again is answered again, so the "
+                                f"policy earns more by repeating itself than by progressing.",
+                                expect, files={rel: src.rstrip() + "\n" + GUARD_SOURCE.format(mark=GUARD_MARK, why=why)})
+        if (self.value("reward.modules") or {}).get(name, {}).get("enabled"):
+            return Intervention(f"Disable reward module {name}: the policy farms it",
+                                f"{f.message} It is guarded against repeats already (or pays whole "
+                                f"episodes), so it goes.", expect, knobs={path: False})
+        return None
+
+    def on_loop(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Most of a gym's turns repeat: switch on the shipped cost for a repeated turn."""
+        path = f"reward.modules.{NO_REPEAT_MODULE}.enabled"
+        modules = self.value("reward.modules") or {}
+        if NO_REPEAT_MODULE not in modules or modules[NO_REPEAT_MODULE].get("enabled") \
+                or path in self.busy or not (self.ws / "rewards" / f"{NO_REPEAT_MODULE}.py").exists():
+            return None
+        return Intervention(f"Enable the repeat cost {NO_REPEAT_MODULE} ({f.gym} loops)",
+                            f"{f.message} A repeated question gets the same answer: the turn is "
+                            f"spent and the episode runs to its turn limit.",
+                            f"episode/repeat_rate falls, then score/{f.gym or 'mean'} rises.",
+                            knobs={path: True})
+
     def on_format_learned(self, f: Finding, run_dir: Path) -> Intervention | None:
         """The policy writes valid actions: switch the format reward off (it credits form, not
         content). Demonstrations go later, through the harder direction (on_high_success)."""
@@ -245,11 +311,27 @@ class Planner:
         except gitops.GitError:
             return None
         writes = {k: a for k, (a, b) in changed.items() if a is not None and self.value(k) == b}
-        if not writes:
+        files = self._files_before(sha, parents[0]) if parents else {}
+        if not writes and not files:
             return None
         return Intervention(f"Revert {sha[:10]}: it harmed {f.evidence.get('metric')}",
                             f.message, f"{f.evidence.get('metric')} back to its level before {sha[:10]}.",
-                            knobs=writes, reverts=sha)
+                            knobs=writes, files=files, reverts=sha)
+
+    def _files_before(self, sha: str, parent: str) -> dict[str, str]:
+        """The parent's text of each file (knobs.json aside) that `sha` modified and that still
+        reads as `sha` left it: a harmful guard on a reward module goes back with its commit."""
+        out = {}
+        try:
+            names = gitops.git(self.ws, "diff", "--name-only", "--diff-filter=M", parent, sha).split()
+            for rel in names:
+                if rel == "knobs.json" or not (self.ws / rel).exists():
+                    continue
+                if (self.ws / rel).read_text() == gitops.git(self.ws, "show", f"{sha}:{rel}"):
+                    out[rel] = gitops.git(self.ws, "show", f"{parent}:{rel}")
+        except (gitops.GitError, OSError, UnicodeDecodeError):
+            return {}
+        return out
 
     def on_deadlock(self, f: Finding, run_dir: Path) -> Intervention | None:
         if f.evidence.get("at_rollout_cap"):
@@ -346,18 +428,20 @@ class Planner:
         for name in sorted(modules):
             src = (self.ws / "rewards" / f"{name}.py")
             path = f"reward.modules.{name}.enabled"
-            # the format reward credits form, not progress: only invalid actions call for it
-            if name != FORMAT_MODULE and not modules[name].get("enabled") and src.exists() \
+            # the format reward credits form and the repeat cost only charges, neither is
+            # progress: refused turns and loops call for them (on_invalid_actions, on_loop)
+            if name not in (FORMAT_MODULE, NO_REPEAT_MODULE) and not modules[name].get("enabled") \
+                    and src.exists() \
                     and path not in self.busy \
                     and any(re.search(rf"['\"]{g}['\"]", src.read_text()) for g in gyms):
                 return Intervention(f"Enable reward module {name} for {', '.join(gyms)}",
                                     f"{f.message} The policy sees no signal before its first success.",
-                                    f"reward/{target} rises, then success/{target}.", knobs={path: True})
+                                    f"score/{target} rises, then success/{target}.", knobs={path: True})
         if PROGRESS_MODULE in modules or f"reward.modules.{PROGRESS_MODULE}.enabled" in self.busy:
             return None
         return Intervention(f"Add intermediate reward {PROGRESS_MODULE} for {', '.join(self.gyms)}",
                             f"{f.message} The policy sees no signal before its first success.",
-                            f"reward/{target} rises, then success/{target}.",
+                            f"score/{target} rises, then success/{target}.",
                             knobs={f"reward.modules.{PROGRESS_MODULE}": {"enabled": True, "weight": 0.5}},
                             files={f"rewards/{PROGRESS_MODULE}.py": PROGRESS_SOURCE.format(gyms=list(self.gyms))})
 

@@ -32,8 +32,8 @@ from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_e
 from orchestrator.paths import runs_dir
 from orchestrator.supervisor import pid_alive
 
-MAIN_METRICS = ("reward/mean", "episode/turns", "episode/invalid_rate", "episode/question_rate",
-                "user/leak_rate",
+MAIN_METRICS = ("reward/mean", "score/mean", "episode/turns", "episode/invalid_rate",
+                "episode/repeat_rate", "episode/question_rate", "user/leak_rate",
                 "actor/entropy", "kl/ref", "perf/step_s")
 
 

@@ -125,3 +125,44 @@ def test_success_mean_is_not_a_gym_and_gyms_come_from_every_step(tmp_path):
         "success/mean": 0.0, "success/travel": 0.0} if s == 1 else {"success/mean": 0.0, "success/tau": 0.0})
     found = [f for f in diagnostics.diagnose(sparse, window=4) if f.kind == "low_success"]
     assert [(f.gym, f.evidence["mean"]) for f in found] == [(None, 0.0)]   # the all-gym mean speaks
+
+
+def _farmed(gym, repeats, paid_on_repeat=0.2, first_pay=0.2, marked=True):
+    """An episode asking one question `repeats + 1` times; the module pays each disclosure."""
+    turns = []
+    for i in range(repeats + 1):
+        t = {"turn": i + 1, "agent": "[action] What does it return?", "user": "A list.",
+             "revealed_facts": ["return"], "leaked_facts": [], "asked_question": True,
+             "answered": False, "module_rewards": {"elicited_fact": paid_on_repeat if i else first_pay}}
+        if marked:
+            t["repeated"] = i > 0
+        turns.append(t)
+    return {"gym": gym, "task_id": "t", "turns": turns, "success": False, "truncated": True}
+
+
+def test_a_module_paid_for_repeated_turns_is_a_reward_hack_and_the_loop_is_named():
+    # 4 episodes of 1 question + 3 repeats: 75% of turns repeat, 75% of the credit on them
+    eps = [_farmed("travel", 3) for _ in range(4)]
+    hacks = diagnostics.find_reward_hacks(eps)
+    assert [(f.kind, f.evidence["module"], f.evidence["share"], f.evidence["gyms"]) for f in hacks] == \
+        [("reward_hack", "elicited_fact", 0.75, ["travel"])]
+    loops = diagnostics.find_loops(eps)
+    assert [(f.kind, f.gym, f.evidence["rate"]) for f in loops] == [("loop", "travel", 0.75)]
+    # trajectories written before the rollout marked repeats are judged from the text alike
+    assert diagnostics.find_reward_hacks([_farmed("travel", 3, marked=False) for _ in range(4)])[0] \
+        .evidence["share"] == 0.75
+
+
+def test_a_module_paying_first_disclosures_only_is_not_a_hack():
+    # the same looping episodes, but the module pays the first disclosure alone (new_facts)
+    eps = [_farmed("travel", 3, paid_on_repeat=0.0) for _ in range(4)]
+    assert diagnostics.find_reward_hacks(eps) == []
+    # the untrained SmolLM2's level of repeats (18-48% per gym) is not a loop: 1 repeat in 3 turns
+    assert diagnostics.find_loops([_farmed("travel", 1) | {"turns": _farmed("travel", 1)["turns"] + [
+        {"agent": "[answer] H1", "revealed_facts": [], "repeated": False}]} for _ in range(4)]) == []
+
+
+def test_diagnose_puts_a_farmed_reward_before_the_deadlock_it_causes(tmp_path):
+    run = write_run(tmp_path / "run", 10, episodes_fn=lambda s, r: [_farmed("colbench", 3) for _ in range(4)])
+    kinds = [f.kind for f in diagnostics.diagnose(run, window=5)]
+    assert kinds.index("reward_hack") < kinds.index("loop") < kinds.index("deadlock")

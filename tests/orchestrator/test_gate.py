@@ -385,3 +385,19 @@ def test_plain_git_log_shows_verdicts_also_in_an_older_experiment(exp):
     ws = gate.open_experiment_workspace(exp)                       # the orchestrator opens it
     assert '"verdict": "accepted"' in ws.run("log", "-1", sha)
     assert (ws.git_dir / "hooks" / "post-commit").exists()
+
+
+def test_the_builtin_agents_reward_sources_pass_the_gate(exp):
+    """The module the built-in agent writes (eau_progress) and the guard it appends to a farmed
+    module replay cleanly on the gate's turns, new_facts and repeated included."""
+    from orchestrator.agents.builtin import GUARD_MARK, GUARD_SOURCE, PROGRESS_SOURCE
+
+    ws = ws_of(exp)
+    guarded = (ws.path / "rewards" / "elicited_fact.py").read_text().rstrip() + "\n" + \
+        GUARD_SOURCE.format(mark=GUARD_MARK, why="a test")
+    write(ws, {"rewards/elicited_fact.py": guarded,
+               "rewards/eau_progress.py": PROGRESS_SOURCE.format(gyms=["travel", "tau"])})
+    set_knob(ws, "reward.modules.eau_progress", {"enabled": True, "weight": 0.5})
+    commit(ws, "guard and progress", identity=AGENT)
+    v = judge_one(exp)
+    assert v.accepted, v.reasons

@@ -21,7 +21,7 @@ DESIGN_METRICS = ["reward/mean", "episode/turns", "episode/question_rate", "user
                   "perf/step_s", "perf/rollout_tokens_per_s", "perf/update_tokens_per_s",
                   "workspace/commit"]
 TURN_KEYS = {"turn", "agent", "user", "reward", "revealed_facts", "leaked_facts",
-             "asked_question", "answered", "rule_id", "tool_calls"}
+             "asked_question", "answered", "rule_id", "tool_calls", "new_facts", "repeated"}
 
 
 def _params(sd: dict, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -49,7 +49,8 @@ def test_smoke_two_steps_on_a_real_gym(tmp_path, tiny_model_dir, bench, user_llm
     rows = list(metrics.read_lines(run / "metrics.jsonl"))
     assert [r["step"] for r in rows] == [1, 2]
     gym = trainer.gyms[0]
-    for name in DESIGN_METRICS + [f"reward/{gym}", f"success/{gym}"]:
+    for name in DESIGN_METRICS + [f"reward/{gym}", f"success/{gym}", f"score/{gym}", "score/mean",
+                                  "episode/repeat_rate", f"repeat/{gym}"]:
         assert name in rows[-1], name
     assert any(k.startswith(f"reward/{gym}/") for k in rows[-1])     # user-arm split
     if user_llm == "reference":
@@ -65,6 +66,14 @@ def test_smoke_two_steps_on_a_real_gym(tmp_path, tiny_model_dir, bench, user_llm
     for ep in episodes:
         assert {"gym", "task_id", "user_arm", "turns", "score", "success", "truncated"} <= set(ep)
         assert ep["turns"] and TURN_KEYS <= set(ep["turns"][0])
+        # the rollout's marks: a fact is new once per episode, a turn repeats an earlier text
+        seen_facts, seen_text = set(), set()
+        for t in ep["turns"]:
+            assert set(t["new_facts"]) == set(t["revealed_facts"]) - seen_facts
+            text = " ".join(t["agent"].split()).lower()
+            assert t["repeated"] == (bool(text) and text in seen_text)
+            seen_facts |= set(t["revealed_facts"])
+            seen_text.add(text)
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
     saved = torch.load(ckpt / "policy.pt", weights_only=False)
     changed = [k for k in initial if not torch.equal(initial[k], saved[k])]

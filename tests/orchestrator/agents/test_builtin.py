@@ -63,7 +63,12 @@ def test_zero_success_adds_an_intermediate_reward_module(exp):
     ns: dict = {}
     exec(src, ns)
     assert ns["APPLIES_TO"] == ["colbench"]
-    assert ns["turn_reward"]({"asked_question": True, "revealed_facts": ["a"]}) == 0.2
+    # credit for a fact disclosed for the first time; none for asking as such or for asking again
+    # (the farmed version paid 0.1 a question and 0.1 a disclosure, repeats included)
+    assert ns["turn_reward"]({"asked_question": True, "revealed_facts": ["a"], "new_facts": ["a"]}) == 0.1
+    assert ns["turn_reward"]({"asked_question": True, "revealed_facts": ["a"], "new_facts": []}) == 0.0
+    assert ns["turn_reward"]({"asked_question": True, "new_facts": ["a"], "repeated": True}) == 0.0
+    assert "Expect: score/colbench rises" in last_msg(exp)
 
 
 def test_high_success_makes_the_gym_harder(exp):
@@ -277,3 +282,61 @@ def test_no_escalation_while_the_worked_examples_are_being_measured(exp):
     res = base.run_session(make_ctx(exp, "builtin", session="s002"))
     assert res.commits == [] and "being measured" in res.reason
     assert knobs(exp)["reward"]["modules"]["well_formed"]["enabled"] is False
+
+
+def farmed_episode(i, module="elicited_fact", repeats=3):
+    """One question asked `repeats + 1` times, a reward module paying every disclosure of it."""
+    ep = episode("colbench", deadlock=True, turns=repeats + 1, first=f"[action] What does f{i} return?")
+    for k, t in enumerate(ep["turns"]):
+        t.update(agent=ep["turns"][0]["agent"], revealed_facts=["return"], repeated=k > 0,
+                 new_facts=[] if k else ["return"], module_rewards={module: 0.2})
+    return ep
+
+
+def run_module(src, turn):
+    """A reward module's turn_reward on one turn, through the sandbox the trainer uses."""
+    from training import rewards
+
+    _, _, _, worker = rewards.start_module("m", src)
+    try:
+        return worker.call("turn_reward", [turn])
+    finally:
+        worker.close()
+
+
+def test_a_farmed_module_pays_first_disclosures_only_then_the_loop_gets_a_cost(exp):
+    """Measured on the H200 comparison: PPO farmed elicited_fact by asking again for a disclosed
+    fact. The remedy guards the module's source; the next session (the guard being measured)
+    switches on the shipped repeat cost for the loop that remains."""
+    ws = exp / "workspace"
+    before = (ws / "rewards" / "elicited_fact.py").read_text()
+    fresh_run(exp, episodes_fn=lambda s, r: [farmed_episode(i) for i in range(4)])
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert res.status == base.OK
+    msg = last_msg(exp)
+    assert "Pay elicited_fact for first disclosures only" in msg and "Expect: episode/repeat_rate falls" in msg
+    src = (ws / "rewards" / "elicited_fact.py").read_text()
+    assert src.startswith(before.rstrip()) and "Guarded by the built-in meta-agent" in src
+    asked = {"asked_question": True, "revealed_facts": ["a", "b"], "leaked_facts": []}
+    assert run_module(src, {**asked, "new_facts": ["a", "b"]}).value == 0.4      # first time: paid
+    assert run_module(src, {**asked, "new_facts": ["b"]}).value == 0.2            # "a" again: not
+    assert run_module(src, {**asked, "new_facts": ["a"], "repeated": True}).value == 0.0
+    res = base.run_session(make_ctx(exp, "builtin", session="s002"))
+    assert res.status == base.OK and knobs(exp)["reward"]["modules"]["no_repeat"]["enabled"] is True
+    assert "Expect: episode/repeat_rate falls" in last_msg(exp)
+    assert run_module((ws / "rewards" / "no_repeat.py").read_text(), {"repeated": True}).value == -0.1
+
+
+def test_a_guard_that_harmed_goes_back_with_its_commit(exp):
+    ws = exp / "workspace"
+    before = (ws / "rewards" / "elicited_fact.py").read_text()
+    fresh_run(exp, episodes_fn=lambda s, r: [farmed_episode(i) for i in range(4)])
+    base.run_session(make_ctx(exp, "builtin"))
+    sha = subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # after the guard, repeats rose: harm on the metric its Expect line named
+    fresh_run(exp, 30, metric_fn=lambda s, r: {"episode/repeat_rate": (0.3 if s < 15 else 0.8) + r.gauss(0, 0.01)})
+    add_event(exp / "run-001", event="applied", commit=sha, step=15)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", ws)] == ["harmed"]
+    res = base.run_session(make_ctx(exp, "builtin", session="s002"))
+    assert res.status == base.OK and f"Reverts: {sha}" in last_msg(exp)
+    assert (ws / "rewards" / "elicited_fact.py").read_text() == before
