@@ -34,11 +34,12 @@ FORMAT_LEARNED = 0.05       # at most 5% refused: the format help may be taken b
 MIN_TURNS = 8               # fewer recent agent turns than this say nothing about a gym
 HARDER_SUCCESS = 0.80       # difficulty may rise once recent success reaches 0.80 (A, write checks)
 # H200 comparison (benchmarks/RESULTS-learning.md), SmolLM2-135M: untrained, 18-48% of a UserGym
-# gym's turns and 36% of ColBench's repeat an earlier turn of their episode; after 16 PPO steps
-# TauGym and TravelGym reached 71%. Most turns repeated is past anything the untrained model did.
+# gym's turns and 36% of ColBench's repeat an earlier turn of their episode; over PPO steps 14-16
+# TauGym and TravelGym reached 57-74% (three seeds). Most turns repeated is past anything the
+# untrained model did.
 LOOP_FRAC = 0.50
 # the share of a reward module's credit paid to repeated turns: 0.14 for elicited_fact at step 1,
-# 0.50-0.61 once PPO had learned to ask again for a fact already disclosed (steps 8-16)
+# 0.47-0.66 once PPO had learned to ask again for a fact already disclosed (steps 8-16)
 HACK_SHARE = 0.40
 
 # Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's

@@ -7,7 +7,8 @@ minus facts the user leaked unasked (`leaked_facts`), so volunteering is not rew
 It pays a fact each time it is disclosed, a question asked again included (the symbolic users
 answer a repeated question again). Measured on the H200 comparison (benchmarks/RESULTS-learning.md):
 PPO learned to farm it, the share of its credit going to turns that repeat an earlier turn of the
-episode rising from 0.14 at step 1 to 0.50-0.61 at steps 8-16 while held-out success stayed near 0.
+episode rising from 0.14 at step 1 to 0.47-0.66 at steps 8-16 (three seeds) while held-out success
+stayed near 0.
 The built-in meta-agent watches for that (orchestrator.diagnostics.find_reward_hacks) and limits
 the module to first disclosures (the rollout's `new_facts`) when it happens.
 """
