@@ -227,6 +227,13 @@ def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateCon
                 reasons.append(f"{KNOBS}: {path} {short(old)} -> {short(new)} makes {gym} harder "
                                f"(x-harder {node['x-harder']}), but its recent success is {value:.3f} "
                                f"({source}), below the limit {SUCCESS_BAR:.2f}.")
+    if path.startswith("env.") and path.endswith(".max_steps") and is_number(old) and is_number(new) \
+            and new > old:
+        cap, run = ctx.turn_cap()
+        if cap is not None and new > cap:
+            reasons.append(f"{KNOBS}: {path} {short(old)} -> {short(new)} changes nothing: {run}'s "
+                           f"rollout.max_turns {cap} (config.json) ends every episode at {cap} turns "
+                           f"first; a longer episode needs a new run with --set rollout.max_turns.")
     if path.endswith(".withhold_kinds") and isinstance(new, list) and new:
         gym = path.split(".")[1]
         kinds = ctx.gym_fact_kinds(gym)

@@ -141,6 +141,17 @@ class GateContext:
         last = values[-WINDOW:]
         return sum(last) / len(last), f"mean of the last {len(last)} steps of {run.name}"
 
+    def turn_cap(self) -> tuple[int | None, str]:
+        """(the current run's rollout.max_turns, the run's name): the rollout ends every episode
+        there, whatever an environment's max_steps knob allows. (None, "") before a run or where
+        its config.json cannot be read."""
+        run = self.run_dir()
+        try:
+            cap = json.loads((run / "config.json").read_text())["rollout"]["max_turns"] if run else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None, ""
+        return (int(cap), run.name) if isinstance(cap, int) and not isinstance(cap, bool) else (None, "")
+
     def trajectory_episodes(self) -> list[dict]:
         """Episodes of the newest trajectories/*.jsonl of the current run ([] when none)."""
         run = self.run_dir()

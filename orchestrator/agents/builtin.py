@@ -345,6 +345,9 @@ class Planner:
                                     f"success/{gym} rises; fewer truncated episodes.", knobs={mq: new})
             ms = f"env.{gym}.max_steps"
             new = self.step(ms, +1)
+            cap = diagnostics.rollout_turn_cap(run_dir)
+            if new is not None and cap is not None and new > cap:
+                new = None      # the rollout ends episodes at its own cap first (the gate refuses)
             if new is not None:
                 return Intervention(f"Raise {ms} {self.value(ms)} -> {new} to end deadlocks",
                                     f"{f.message} Episodes run out of turns before they can answer.",

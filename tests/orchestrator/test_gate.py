@@ -401,3 +401,17 @@ def test_the_builtin_agents_reward_sources_pass_the_gate(exp):
     commit(ws, "guard and progress", identity=AGENT)
     v = judge_one(exp)
     assert v.accepted, v.reasons
+
+
+def test_max_steps_past_the_runs_turn_cap_is_refused_with_the_reason(exp):
+    """The rollout ends every episode at the run's rollout.max_turns: raising an environment's
+    max_steps past it would change nothing, so the gate says so instead of accepting it."""
+    ws = ws_of(exp)
+    (exp / "run-001").mkdir(exist_ok=True)
+    (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {"max_turns": 18}}))
+    knob_commit(ws, "env.travel.max_steps", 18)           # the shipped 16, up to the cap
+    assert judge_one(exp).accepted
+    knob_commit(ws, "env.travel.max_steps", 20)
+    v = judge_one(exp)
+    assert not v.accepted and "changes nothing: run-001's rollout.max_turns 18" in v.reasons[0]
+    assert knobs(ws)["env"]["travel"]["max_steps"] == 18   # reverted

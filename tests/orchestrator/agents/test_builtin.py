@@ -340,3 +340,13 @@ def test_a_guard_that_harmed_goes_back_with_its_commit(exp):
     res = base.run_session(make_ctx(exp, "builtin", session="s002"))
     assert res.status == base.OK and f"Reverts: {sha}" in last_msg(exp)
     assert (ws / "rewards" / "elicited_fact.py").read_text() == before
+
+
+def test_deadlock_never_raises_max_steps_past_the_runs_turn_cap(exp):
+    """max_steps 10 -> 13 under a rollout.max_turns of 11 would change nothing (the gate refuses
+    it): with min_questions at 0 already, the session names the finding instead."""
+    commit_knob(exp, "env.colbench.min_questions", 0)
+    fresh_run(exp, episodes_fn=lambda s, r: [episode("colbench", deadlock=True, first=f"q{i}") for i in range(8)])
+    (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {"max_turns": 11}}))
+    base.run_session(make_ctx(exp, "builtin"))
+    assert knobs(exp)["env"]["colbench"]["max_steps"] == 10
