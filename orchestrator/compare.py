@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import UserError
+from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 
 AGENTS = {"ppo": "none", "eau": "builtin", "eau-claude-code": "claude-code", "eau-codex": "codex"}
 METHODS = ("prompting", *AGENTS)
@@ -185,9 +186,26 @@ def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any
             {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
              "source": summary.get("source"), "step": summary.get("step")}
             if summary else {"missing": job.extra.get("missing") or f"see {job.log}"})
+    trained = trained_gyms(spec, jobs)
+    held_out = [g for g in BENCH_GYMS.get(spec.bench, ()) if g not in trained]
+    results["trained_gyms"], results["held_out_gyms"] = list(trained), held_out
+    groups = {"trained": list(trained), "held_out": held_out} if held_out else {}
     for entry in results["methods"].values():
-        entry["aggregate"] = aggregate(entry["seeds"])
+        entry["aggregate"] = aggregate(entry["seeds"], groups)
     return results
+
+
+def trained_gyms(spec: CompareSpec, jobs: list[Job]) -> tuple[str, ...]:
+    """The gyms the runs trained on: a finished run's config `gyms`, else the bench's training
+    gyms (UserGym holds Intention and Telepathy out, as the paper does)."""
+    for job in (j for j in jobs if j.kind == "train" and j.rc == 0):
+        try:
+            cfg = json.loads((spec.runs_dir / job.extra["exp"] / "run-001" / "config.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if cfg.get("gyms"):
+            return tuple(cfg["gyms"])
+    return TRAIN_GYMS.get(spec.bench, ())
 
 
 def _mean_sd(values: list[float]) -> dict[str, float]:
@@ -195,11 +213,12 @@ def _mean_sd(values: list[float]) -> dict[str, float]:
             "n": len(values)}
 
 
-def aggregate(seeds: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Per gym and overall (the mean over gyms of each seed, then over seeds): success, score and
-    refused-action rate, mean and sample spread over the seeds that have a result."""
+def aggregate(seeds: dict[str, dict[str, Any]], groups: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """Per gym, per group of gyms (trained and held-out) and overall (the mean over the gyms of
+    each seed, then over seeds): success, score and refused-action rate, mean and sample spread
+    over the seeds that have a result."""
     done = [s["per_gym"] for s in seeds.values() if "per_gym" in s]
-    out: dict[str, Any] = {"gyms": {}, "overall": {}, "seeds": len(done)}
+    out: dict[str, Any] = {"gyms": {}, "overall": {}, "groups": {}, "seeds": len(done)}
     if not done:
         return out
     gyms = sorted({g for pg in done for g in pg})
@@ -212,6 +231,11 @@ def aggregate(seeds: dict[str, dict[str, Any]]) -> dict[str, Any]:
                     for pg in done if any(key in pg[g] for g in pg)]
         if per_seed:
             out["overall"][key] = _mean_sd(per_seed)
+        for name, members in (groups or {}).items():
+            vals = [statistics.fmean(float(pg[g][key]) for g in members if g in pg and key in pg[g])
+                    for pg in done if any(g in pg and key in pg[g] for g in members)]
+            if vals:
+                out["groups"].setdefault(name, {})[key] = _mean_sd(vals)
     return out
 
 
@@ -235,6 +259,12 @@ def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) ->
         for gym in gyms:
             lines.append(f"| {gym} | " + " | ".join(
                 cell(results["methods"][m]["aggregate"]["gyms"].get(gym, {}).get(key)) for m in methods) + " |")
+        held = results.get("held_out_gyms") or []
+        for name, title in (("trained", "trained gyms"), ("held_out", f"held-out gyms ({', '.join(held)})")):
+            if held:
+                lines.append(f"| **{title}** | " + " | ".join(cell(
+                    results["methods"][m]["aggregate"].get("groups", {}).get(name, {}).get(key))
+                    for m in methods) + " |")
         lines.append("| **overall** | " + " | ".join(
             cell(results["methods"][m]["aggregate"]["overall"].get(key)) for m in methods) + " |")
         lines.append("")

@@ -319,7 +319,8 @@ def check_start(cfg: Config, workspace: Path | str, knobs: dict[str, Any] | None
     if cfg.bench not in BENCH_NAMES or folder is None:
         return
     bench = get_bench(cfg.bench)
-    tasks = bench.load_tasks(cfg.data.split, gyms=list(cfg.gyms) or list(bench.gyms))
+    tasks = bench.load_tasks(cfg.data.split, gyms=list(cfg.gyms) or list(
+        getattr(bench, "train_gyms", None) or bench.gyms))
     snapshot = Snapshot.from_dir(workspace)
     if knobs is not None:
         snapshot = dataclasses.replace(snapshot, knobs=knobs)

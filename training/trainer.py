@@ -110,7 +110,7 @@ class Trainer:
         self.dist = self._join()
         self.main = self.dist.is_main
         self.bench = load_bench(self.cfg.bench)
-        self.gyms = tuple(self.cfg.gyms) or tuple(self.bench.gyms)
+        self.gyms = tuple(self.cfg.gyms) or train_gyms(self.bench)
         self.tasks = self.bench.load_tasks(self.cfg.data.split, gyms=list(self.gyms))
         if not self.tasks:
             raise ConfigError(f"bench {self.cfg.bench} has no {self.cfg.data.split} tasks for "
@@ -590,6 +590,12 @@ class Trainer:
             if self.watcher is not None:
                 self.watcher.stop()
             self.live.close()
+
+
+def train_gyms(bench) -> tuple[str, ...]:
+    """The gyms a run trains on when its config names none: the bench's training gyms (UserGym
+    holds Intention and Telepathy out, as the paper does), else all of its gyms."""
+    return tuple(getattr(bench, "train_gyms", None) or bench.gyms)
 
 
 def peak_memory_mb() -> float:

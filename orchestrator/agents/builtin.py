@@ -39,6 +39,7 @@ from typing import Any
 from orchestrator import diagnostics, effects, experience
 from orchestrator.agents import base, gitops
 from orchestrator.diagnostics import Finding
+from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 
 PROGRESS_MODULE = "eau_progress"
 FORMAT_MODULE = "well_formed"        # shipped in workspace/rewards/, switched off
@@ -492,18 +493,14 @@ def _reverted(ws: Path) -> set[str]:
     return {m.group(1) for m in re.finditer(r"^Reverts: ([0-9a-f]{7,40})", log, re.M)}
 
 
-BENCH_GYMS = {"usergym": ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy"),
-              "colbench": ("colbench",), "tau2": ("retail", "airline", "telecom")}
-
-
 def bench_gyms(bench: str, run_dir: Path) -> list[str]:
-    """The gyms this run trains on: config.json's `gyms`, else all of the bench's, else those
-    with success metrics."""
+    """The gyms this run trains on: config.json's `gyms`, else the bench's training gyms, else
+    those with success metrics."""
     try:
         configured = list(json.loads((run_dir / "config.json").read_text()).get("gyms") or [])
     except (OSError, ValueError):
         configured = []
-    return configured or list(BENCH_GYMS.get(bench, ())) or \
+    return configured or list(TRAIN_GYMS.get(bench, ())) or \
         diagnostics.metric_gyms(diagnostics.read_metrics(run_dir))
 
 

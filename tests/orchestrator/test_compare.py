@@ -53,8 +53,13 @@ def test_compare_trains_evaluates_and_tabulates_every_method_and_seed(tmp_path, 
     assert len(summaries) == 6
     assert {s["source"] for s in summaries} == {"checkpoint", "model"}
     assert all({d["setting"] for d in s["deviations"]} >= {"episodes"} for s in summaries)
+    # trained on intention and telepathy here: the other five are the held-out group, apart
+    assert results["trained_gyms"] == ["intention", "telepathy"]
+    assert results["held_out_gyms"] == ["travel", "function", "persuade", "tau", "turtle"]
+    assert set(results["methods"]["ppo"]["aggregate"]["groups"]) == {"trained", "held_out"}
     md = (out / "RESULTS.md").read_text()
     assert md.count("| **overall** |") == 3 and "| prompting | ppo | eau |" in md
+    assert md.count("| **held-out gyms (travel, function, persuade, tau, turtle)** |") == 3
     assert (out / "report" / "index.html").exists()
     assert "RESULTS.md" in capsys.readouterr().out
 
@@ -63,3 +68,20 @@ def test_compare_refuses_unknown_methods_in_one_sentence(tmp_path, capsys):
     assert main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods", "ppo,grpo"]) != 0
     err = capsys.readouterr().err
     assert "unknown method 'grpo'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_held_out_gyms_are_aggregated_apart_from_the_trained_ones():
+    """Each group is the mean over its gyms within a seed, then mean and spread over seeds."""
+    from orchestrator.compare import aggregate
+
+    def gym(success):
+        return {"success": success, "score": success, "invalid_rate": 0.0}
+    seeds = {"0": {"per_gym": {"travel": gym(1.0), "intention": gym(0.0), "telepathy": gym(0.2)}},
+             "1": {"per_gym": {"travel": gym(0.5), "intention": gym(0.4), "telepathy": gym(0.6)}},
+             "2": {"missing": "its training failed"}}
+    agg = aggregate(seeds, {"trained": ["travel"], "held_out": ["intention", "telepathy"]})
+    assert agg["seeds"] == 2
+    assert agg["groups"]["trained"]["success"]["mean"] == pytest.approx(0.75)
+    assert agg["groups"]["held_out"]["success"]["mean"] == pytest.approx((0.1 + 0.5) / 2)
+    assert agg["groups"]["held_out"]["success"]["sd"] == pytest.approx(0.2828427, abs=1e-6)
+    assert agg["overall"]["success"]["mean"] == pytest.approx((0.4 + 0.5) / 2)

@@ -3,6 +3,8 @@
 Each bench package exposes `BENCH`, an object with:
   name: str                      canonical name ("usergym" | "colbench" | "tau2")
   gyms: tuple[str, ...]          its gyms (UserGym's seven; ("colbench",); tau2's three domains)
+  train_gyms (optional)          the gyms a run trains on when its config names none (UserGym
+                                 holds Intention and Telepathy out, as the paper does); else gyms
   load_tasks(split, gyms=None, data_dir=None) -> list[Task]
                                  our shipped tasks, or the original files under data_dir
   make_env(task, snapshot, *, seed, llm=None) -> TextEnv
@@ -15,6 +17,7 @@ Each bench package exposes `BENCH`, an object with:
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 # The paper's spellings and ours; matched without regard to case.
 _ALIASES = {"usergym": "usergym", "user-gym": "usergym", "user_gym": "usergym",
@@ -38,3 +41,30 @@ def canonical_bench(name: str) -> str:
 
 def get_bench(name: str):
     return importlib.import_module(f"training.benches.{canonical_bench(name)}").BENCH
+
+
+class TaskDataError(ValueError):
+    """A bench's tasks cannot be read from the folder a user named; the message says which."""
+
+
+def load_bench_tasks(bench, split: str | None, gyms, data_dir: str | None = None) -> list:
+    """`bench.load_tasks` with a user's data folder checked first: one sentence naming what is
+    missing (the folder, or the gyms it holds no `split` tasks for) instead of a traceback or an
+    empty run. `data_dir` "" or None: the tasks shipped in the project."""
+    gyms = list(gyms) if gyms else None
+    if not data_dir:
+        return list(bench.load_tasks(split, gyms=gyms) if gyms else bench.load_tasks(split))
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        raise TaskDataError(f"data folder {folder} does not exist: give the folder of the "
+                            f"{bench.name} files (UserRL's repository, ColBench's JSONL, or "
+                            f"tau2-bench's repository).")
+    try:
+        tasks = list(bench.load_tasks(split, gyms=gyms, data_dir=folder))
+    except (OSError, ValueError, KeyError) as exc:
+        raise TaskDataError(f"{bench.name} tasks cannot be read from {folder}: {exc}") from None
+    missing = [g for g in (gyms or bench.gyms) if not any(t.gym == g for t in tasks)]
+    if missing:
+        raise TaskDataError(f"{folder} holds no {split} tasks for {', '.join(missing)}: add their "
+                            f"files or leave those gyms out (--set 'gyms=[...]').")
+    return tasks

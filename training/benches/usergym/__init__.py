@@ -28,6 +28,10 @@ from training.users.mixture import episode_user
 from training.users.symbolic import CompiledRules, SymbolicUser, compile_rules
 
 GYMS = ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy")
+# The paper's split (section 5, UserGym results): Intention and Telepathy are held out of training
+# and evaluated to measure transfer to unseen environments; training samples the other five.
+HELD_OUT_GYMS = ("intention", "telepathy")
+TRAIN_GYMS = tuple(g for g in GYMS if g not in HELD_OUT_GYMS)
 MODULES = {"travel": travel, "function": function, "persuade": persuade, "tau": tau,
            "turtle": turtle, "intention": intention, "telepathy": telepathy}
 ENVS = {"travel": travel.TravelEnv, "function": function.FunctionEnv, "persuade": persuade.PersuadeEnv,
@@ -74,6 +78,8 @@ def _check_gyms(gyms) -> tuple[str, ...]:
 class UserGymBench:
     name = "usergym"
     gyms = GYMS
+    train_gyms = TRAIN_GYMS          # what a run trains on unless its config names `gyms`
+    held_out_gyms = HELD_OUT_GYMS    # evaluated, never trained on by default; reported apart
     fact_kinds = frozenset().union(*(m.FACT_KINDS for m in MODULES.values()))
     eval_protocol: dict[str, Any] = {
         "split": "test", "gyms": GYMS, "max_steps": {g: 16 for g in GYMS}, "user": "symbolic",
