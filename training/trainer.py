@@ -365,53 +365,48 @@ class Trainer:
         reseed(D.seed_for(seed, self.dist) % (2**31 - 1) if self.dist.active else seed)
         coefs = self.coefficients()
         episodes = self.make_episodes(step)
-        self._sync_rollout_policy()
-        r = self.cfg.rollout
-        stats = rollout(self.models, episodes, max_turns=r.max_turns,
-                        response_length=r.response_length, temperature=r.temperature,
-                        top_p=r.top_p, max_episode_tokens=r.max_episode_tokens,
-                        should_stop=lambda: self.stop_requested)
+        stats = self._rollout(episodes)
         # a SIGTERM may have reached some processes only: agree before the collective update
         if D.any_true(self.stop_requested, self.dist):
             self.stop_requested = True
             return None
+        records, turn_rewards, score_stats = self._score(episodes)
+        batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id)
+        t_update = time.perf_counter()
+        total = self.cfg.episodes_per_step if self.dist.active else None
+        score_batch(self.models, batch, self.cfg, self.dist, total)
+        update = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg, coefs,
+                            seed=seed, info=self.dist, global_size=total)
+        update_s = time.perf_counter() - t_update
+        records, stats, score_stats, tokens, peak = self._gather(
+            records, stats, score_stats, int(batch.lengths.sum()))
+        out = step_metrics(step, records, update, stats, score_stats, coefs,
+                           commit=self.live.commit, update_tokens=tokens * self.cfg.actor.ppo_epochs,
+                           peak_mb=peak, step_s=time.perf_counter() - t_start, update_s=update_s)
+        if self.main:
+            self.write_trajectories(step, records)
+        return out
+
+    def _rollout(self, episodes: list[Episode]) -> RolloutStats:
+        """Play this process's episodes to their end (or to a requested stop)."""
+        self._sync_rollout_policy()
+        r = self.cfg.rollout
+        return rollout(self.models, episodes, max_turns=r.max_turns,
+                       response_length=r.response_length, temperature=r.temperature,
+                       top_p=r.top_p, max_episode_tokens=r.max_episode_tokens,
+                       should_stop=lambda: self.stop_requested)
+
+    def _score(self, episodes: list[Episode]
+               ) -> tuple[list[dict[str, Any]], list[list[float]], rewards.ScoreStats]:
+        """The episodes' records with their returns, and each turn's reward: the env's own plus
+        the live snapshot's reward modules (training.rewards)."""
         score_stats = rewards.ScoreStats()
         records = [ep.record() for ep in episodes]
         turn_rewards = [rewards.score_episode(rec, self.live.modules, self.live.knobs, score_stats)
                         for rec in records]
         for rec in records:
             rec["return"] = sum(t["reward"] for t in rec["turns"])
-        batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id)
-        t_update = time.perf_counter()
-        total = self.cfg.episodes_per_step if self.dist.active else None
-        score_batch(self.models, batch, self.cfg, self.dist, total)
-        upd = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg, coefs,
-                         seed=seed, info=self.dist, global_size=total)
-        update_s = time.perf_counter() - t_update
-        records, stats, score_stats, tokens, peak = self._gather(
-            records, stats, score_stats, int(batch.lengths.sum()))
-        out = episode_metrics(records)
-        out.update(upd)
-        out.update({"step": step, "time": time.time(), "workspace/commit": self.live.commit,
-                    "episode/env_errors": sum(rec["error"] is not None for rec in records),
-                    "reward/module_errors": score_stats.errors,
-                    "reward/module_calls": score_stats.calls,
-                    "actor/entropy_coeff": coefs["entropy_coeff"],
-                    "actor/kl_loss_coef": coefs["kl_loss_coef"], "actor/lr": coefs["lr"],
-                    "perf/step_s": time.perf_counter() - t_start,
-                    "perf/rollout_s": stats.generate_s + stats.env_s,
-                    "perf/update_s": update_s,
-                    "perf/rollout_tokens_per_s": stats.generated_tokens / max(stats.generate_s, 1e-9),
-                    # every token the update forwards (prompt, observations, actions), as verl
-                    "perf/update_tokens_per_s": tokens * self.cfg.actor.ppo_epochs
-                    / max(update_s, 1e-9),
-                    "perf/generated_tokens": stats.generated_tokens,
-                    "perf/peak_mem_mb": peak})
-        for name, value in score_stats.per_module.items():
-            out[f"reward/module/{name}"] = value / max(len(records), 1)
-        if self.main:
-            self.write_trajectories(step, records)
-        return out
+        return records, turn_rewards, score_stats
 
     def _gather(self, records: list[dict[str, Any]], stats: RolloutStats,
                 score_stats: rewards.ScoreStats, tokens: int):
@@ -596,6 +591,34 @@ def train_gyms(bench) -> tuple[str, ...]:
     """The gyms a run trains on when its config names none: the bench's training gyms (UserGym
     holds Intention and Telepathy out, as the paper does), else all of its gyms."""
     return tuple(getattr(bench, "train_gyms", None) or bench.gyms)
+
+
+def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any],
+                 stats: RolloutStats, score_stats: rewards.ScoreStats, coefs: dict[str, float], *,
+                 commit: str, update_tokens: int, peak_mb: float, step_s: float,
+                 update_s: float) -> dict[str, Any]:
+    """One line of metrics.jsonl (DESIGN.md's metric names): the episodes' metrics, the update's,
+    and the step's counts, knobs and times, all over every process."""
+    out = episode_metrics(records)
+    out.update(update)
+    out.update({"step": step, "time": time.time(), "workspace/commit": commit,
+                "episode/env_errors": sum(rec["error"] is not None for rec in records),
+                "reward/module_errors": score_stats.errors,
+                "reward/module_calls": score_stats.calls,
+                "actor/entropy_coeff": coefs["entropy_coeff"],
+                "actor/kl_loss_coef": coefs["kl_loss_coef"], "actor/lr": coefs["lr"],
+                "perf/step_s": step_s,
+                "perf/rollout_s": stats.generate_s + stats.env_s,
+                "perf/update_s": update_s,
+                "perf/rollout_tokens_per_s": stats.generated_tokens / max(stats.generate_s, 1e-9),
+                # every token the update forwards (prompt, observations, actions) in all its
+                # epochs, as verl counts throughput
+                "perf/update_tokens_per_s": update_tokens / max(update_s, 1e-9),
+                "perf/generated_tokens": stats.generated_tokens,
+                "perf/peak_mem_mb": peak_mb})
+    for name, value in score_stats.per_module.items():
+        out[f"reward/module/{name}"] = value / max(len(records), 1)
+    return out
 
 
 def peak_memory_mb() -> float:

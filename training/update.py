@@ -7,15 +7,16 @@ micro-batch is cut to its own longest episode. Loss scaling: every micro-batch's
 is multiplied by its share of the mini-batch's action tokens, so the accumulated gradient is the
 token-mean over the whole mini-batch whatever the micro-batch size.
 
-Several processes (training.distributed, issue 11): each holds the rows of the step's episodes it
-rolled out (global episode g lives on rank g % world, local row g // world). Every process draws
-the same permutation of the GLOBAL batch, so mini-batches are the same global sets and each
-process trains on its rows of each; a micro-batch's share is its action tokens over the GLOBAL
-mini-batch's (an all-reduced count), times the world size because DDP and FSDP average gradients
-over processes: the summed gradient is exactly the one-process token mean. Every process runs the
-same number of forward/backward passes (a process short of rows runs a zero-weight pass on one of
-its rows), since each pass of a wrapped model is collective. Advantages are whitened with global
-sums, and metrics are summed over processes.
+Several processes (training.distributed; `trainer.parallel` ddp or fsdp): each holds the rows of
+the step's episodes it rolled out (global episode g lives on rank g % world, local row g // world).
+`plan_minibatches` is the whole of the difference from one-process PPO: every process draws the
+same permutation of the GLOBAL batch, so mini-batches are the same global sets, and each process
+trains on its rows of each; a micro-batch's share is its action tokens over the GLOBAL
+mini-batch's (every episode's count is gathered once, `episode_tokens`), times the world size
+because DDP and FSDP average gradients over processes: the summed gradient is exactly the
+one-process token mean. Every process runs the same number of forward/backward passes (a process
+short of rows runs a zero-weight pass on one of its rows), since each pass of a wrapped model is
+collective. Advantages are whitened with global sums, and metrics are summed over processes.
 """
 from __future__ import annotations
 
@@ -193,9 +194,44 @@ def global_stats(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor
             "critic/values_mean": s["v"] / n, "critic/returns_mean": s["r"] / n}
 
 
-def _mini_batches(size: int, mini: int, generator: torch.Generator) -> list[torch.Tensor]:
-    order = torch.randperm(size, generator=generator)
-    return [order[i:i + mini] for i in range(0, size, mini)]
+@dataclass(frozen=True)
+class MiniBatch:
+    """One mini-batch as this process trains on it."""
+    rows: torch.Tensor    # (n,) this process's rows of it: indices into its Batch (n may be 0)
+    tokens: int           # action tokens of the whole mini-batch, over all processes
+    actor_passes: int     # forward/backward passes per process: the same on every process,
+    critic_passes: int    # enough for the process holding the most rows (module docstring)
+
+
+def episode_tokens(batch: Batch, info: D.DistInfo = SINGLE,
+                   global_size: int | None = None) -> torch.Tensor:
+    """(G,) action tokens of every episode of the step, in global order, on every process
+    (one gather of this process's counts; global episode g is row g // W of rank g % W)."""
+    local = batch.response_mask.sum(1)                                              # (B,)
+    if not info.active:
+        return local
+    parts = D.gather_objects(local.tolist(), info)
+    W = info.world_size
+    return torch.tensor([parts[g % W][g // W] for g in range(global_size or batch.size)])
+
+
+def plan_minibatches(tokens: torch.Tensor, mini: int, actor_micro: int, critic_micro: int,
+                     generator: torch.Generator, *, rank: int = 0,
+                     world: int = 1) -> list[MiniBatch]:
+    """One epoch's mini-batches, as process `rank` of `world` sees them.
+
+    `tokens` (G,) holds every episode's action-token count. A permutation of the G global episode
+    ids (drawn from `generator`, the same on every process) is split into mini-batches of `mini`
+    ids; global id g is row g // world of process g % world. Pure: at world 1 the rows are
+    `torch.randperm(G, generator=generator).split(mini)` themselves."""
+    out = []
+    for ids in torch.randperm(len(tokens), generator=generator).split(mini):
+        most = max(int((ids % world == r).sum()) for r in range(world))
+        out.append(MiniBatch(rows=ids[ids % world == rank] // world,
+                             tokens=int(tokens[ids].sum()),
+                             actor_passes=-(-most // actor_micro),
+                             critic_passes=-(-most // critic_micro)))
+    return out
 
 
 def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
@@ -262,31 +298,23 @@ def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
     """ppo_epochs passes of actor and critic updates; returns the step's training metrics
     (over all processes; `global_size` episodes in all, this process holding its rows)."""
     gen = torch.Generator().manual_seed(seed)
-    W, R = info.world_size, info.rank
-    G = batch.size if global_size is None else global_size
+    tokens = episode_tokens(batch, info, global_size)                              # (G,)
     mini = cfg.actor.ppo_mini_batch_size * cfg.rollout.n
     amicro, cmicro = cfg.actor.ppo_micro_batch_size, cfg.critic.ppo_micro_batch_size
+    W = info.world_size         # DDP and FSDP average gradients over processes: scale back to a sum
     sums: dict[str, float] = {}
-    n_updates = 0
     grad_norms = {"actor/grad_norm": 0.0, "critic/grad_norm": 0.0}
+    n_updates = 0
     for _ in range(cfg.actor.ppo_epochs):
-        minis = _mini_batches(G, mini, gen)              # global episode ids, same everywhere
-        local = [torch.tensor([int(g) // W for g in m if int(g) % W == R], dtype=torch.long)
-                 for m in minis]
-        counts = [[sum(1 for g in m if int(g) % W == r) for r in range(W)] for m in minis]
-        tokens = [int(batch.response_mask[ix].sum()) if len(ix) else 0 for ix in local]
-        if info.active:
-            summed = D.all_reduce_sum({str(i): float(t) for i, t in enumerate(tokens)}, info)
-            tokens = [int(summed[str(i)]) for i in range(len(minis))]
-        for index, total, count in zip(local, tokens, counts):
-            if total == 0:
+        for mb in plan_minibatches(tokens, mini, amicro, cmicro, gen, rank=info.rank, world=W):
+            if mb.tokens == 0:
                 continue
             actor_opt.zero_grad(set_to_none=True)
             critic_opt.zero_grad(set_to_none=True)
-            _accumulate(models, batch, index, amicro, total, max(-(-c // amicro) for c in count),
-                        lambda mb, share: _actor_micro(models, mb, cfg, coefs, share, sums, W))
-            _accumulate(models, batch, index, cmicro, total, max(-(-c // cmicro) for c in count),
-                        lambda mb, share: _critic_micro(models, mb, cfg, share, sums, W))
+            _accumulate(models, batch, mb.rows, amicro, mb.tokens, mb.actor_passes,
+                        lambda m, share: _actor_micro(models, m, cfg, coefs, share, sums, W))
+            _accumulate(models, batch, mb.rows, cmicro, mb.tokens, mb.critic_passes,
+                        lambda m, share: _critic_micro(models, m, cfg, share, sums, W))
             grad_norms["actor/grad_norm"] += _grad_norm(
                 [p for p in models.policy.parameters() if p.requires_grad],
                 cfg.actor.optim.grad_clip)
@@ -299,5 +327,5 @@ def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
     out = {k: v / max(n_updates, 1) for k, v in {**sums, **grad_norms}.items()}
     out.update(global_stats(batch.old_values, batch.returns, batch.response_mask, info))
     out["actor/updates"] = n_updates
-    out["perf/action_tokens"] = int(D.all_reduce_sum({"n": batch.num_tokens}, info)["n"])
+    out["perf/action_tokens"] = int(tokens.sum())
     return out
