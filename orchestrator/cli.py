@@ -1,24 +1,40 @@
-"""The `orchestrator` command: one module per group of subcommands, one function per subcommand.
+"""The `orchestrator` command: train user-centric agents while a meta-agent co-evolves the
+training system (paper section 4), one command per step of an experiment's life.
 
-Each command module exposes `register(subparsers)`, which adds its subcommands and sets
-`func=<function(args) -> int>` on each; `main` dispatches and turns a `UserError` (or a missing
-file, a bad JSON) into one sentence on stderr and a non-zero exit code.
+    orchestrator start demo --agent builtin --bench usergym --preset cpu   # create runs/demo, train
+    orchestrator status demo        # the run's step and metrics, the sessions and their cost
+    orchestrator log demo           # every judged commit: who made it, the verdict, its effect
+    orchestrator stop demo          # checkpoint and stop; `start demo` resumes
+    orchestrator report demo        # runs/demo/report/index.html with the curves
+    orchestrator eval demo          # the final checkpoint on the bench's held-out protocol
+    orchestrator COMMAND --help     # every argument of one command
+
+What happens on every call, and why:
+1. `build_parser` adds the subcommands of the four command modules below, each through its
+   `register(subparsers)`. They are imported by name at the top of this module, so a missing or
+   broken module stops the command with its ImportError instead of its subcommands silently
+   vanishing from `--help`.
+2. argparse reads the arguments; each subcommand set `func=<function(args) -> int>` (one function
+   per subcommand, as pre-commit dispatches its own), and no subcommand prints the help (exit 2).
+3. `main` runs the function and returns its exit code. A `UserError` (orchestrator.errors: a bad
+   name, a missing file, a bad JSON) becomes one sentence on stderr and its exit code, never a
+   traceback (STYLE.md point 10); Ctrl-C exits 130 as a shell would.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
+from orchestrator.commands import compare_cmds, eval_cmds, run_cmds, workspace_cmds
 from orchestrator.errors import UserError
 
-# module -> the subcommands it registers (documentation only; the module is the authority)
-COMMAND_MODULES = {
-    "orchestrator.commands.workspace_cmds": ("init", "gate", "log", "diff"),
-    "orchestrator.commands.run_cmds": ("start", "status", "stop", "agents"),
-    "orchestrator.commands.eval_cmds": ("eval", "report"),
-    "orchestrator.commands.compare_cmds": ("compare",),
-}
+# each module and the subcommands it registers, in the order --help lists them
+COMMAND_MODULES = (
+    workspace_cmds,     # init, gate, log, diff
+    run_cmds,           # start, status, stop, agents
+    eval_cmds,          # eval, report
+    compare_cmds,       # compare
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,13 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="folder holding experiments (default: ./runs or $EAU_RUNS_DIR)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:      # a real import error inside the module: show it
-                raise
-            continue
-        mod.register(sub)
+        module.register(sub)
     return parser
 
 

@@ -175,7 +175,7 @@ def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | s
 
     final=True (the run has ended): a commit that still cannot be measured gets an "unmeasured"
     line saying why, so `orchestrator log` shows a reason instead of an empty column."""
-    from orchestrator.agents import gitops   # git lives behind one module
+    from orchestrator import gitops   # git lives behind one module
 
     exp_dir, run_dir = Path(exp_dir), Path(run_dir)
     done = {(e.get("commit"), e.get("run")) for e in ledger_read(exp_dir, "effect")}

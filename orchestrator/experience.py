@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from orchestrator import gitops
 from orchestrator.paths import project_root
 
 
@@ -110,7 +111,6 @@ def record_effects(exp_dir: Path | str, bench: str, workspace: Path | str,
                    pool: Path | str | None = None) -> list[Path]:
     """One finding per ledger effect line not yet in the pool (matched by commit and run)."""
     from orchestrator import diagnostics, effects
-    from orchestrator.agents import gitops
 
     exp_dir = Path(exp_dir)
     seen = {(r.get("commit"), (r.get("evidence") or {}).get("run")) for r in read_findings(pool)

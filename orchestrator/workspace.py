@@ -21,6 +21,11 @@ Quirks worked around (cited where they are handled):
   top of its own repository.
 - `Repo.tree(sha)` in GitPython leaves the root tree's path unset (`tree / "a/b"` fails); one
   reason reads go through `ls-tree -z` / `cat-file` instead.
+- `_run` hands git the whole inherited environment on purpose: inside a hook git sets
+  `GIT_INDEX_FILE` to the index being committed (`.git/index.lock` under `git commit -a`, a
+  `.git/next-index-*.lock` under `git commit PATHS`, seen with git 2.39), and `staged_tree` must
+  read that index to judge what is about to be committed; a cleaned environment would judge
+  `.git/index`. Callers add variables (`env=`), never remove one.
 """
 from __future__ import annotations
 

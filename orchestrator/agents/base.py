@@ -20,8 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import diagnostics, effects, experience
-from orchestrator.agents import gitops
+from orchestrator import diagnostics, effects, experience, gitops
 from orchestrator.workspace import Workspace, parse_trailers
 
 # refs only the gate (and `orchestrator start`) may move: the live and judged refs, the gate's

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import diagnostics, effects, experience
-from orchestrator.agents import base, gitops
+from orchestrator import gitops
+from orchestrator.agents import base
 from orchestrator.diagnostics import Finding
 from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 

@@ -19,8 +19,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from orchestrator import experience
-from orchestrator.agents import base, gitops
+from orchestrator import experience, gitops
+from orchestrator.agents import base
 
 EXE = "claude"
 INSTALL_HINT = "install it with `npm install -g @anthropic-ai/claude-code` and log in (`claude /login`)"

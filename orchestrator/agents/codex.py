@@ -13,7 +13,8 @@ import json
 import os
 import shutil
 
-from orchestrator.agents import base, gitops
+from orchestrator import gitops
+from orchestrator.agents import base
 
 EXE = "codex"
 INSTALL_HINT = "install it with `npm install -g @openai/codex` and log in (`codex login`)"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import shlex
 import shutil
 
-from orchestrator.agents import base, gitops
+from orchestrator import gitops
+from orchestrator.agents import base
 
 
 def run(ctx: base.SessionContext) -> base.SessionResult:

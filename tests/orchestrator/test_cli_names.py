@@ -58,3 +58,12 @@ def test_report_takes_names_either_way(runs, tmp_path, capsys):
     assert (tmp_path / "r1" / "index.html").exists()
     assert main(["--runs-dir", runs, "report"]) == 2
     assert "name the experiments" in capsys.readouterr().err
+
+
+def test_every_command_module_registers_its_commands():
+    """cli.py imports its command modules by name: each group's subcommands are all there."""
+    from orchestrator.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert sorted(sub.choices) == sorted(["init", "gate", "log", "diff", "start", "status", "stop",
+                                          "agents", "eval", "report", "compare"])

@@ -3,7 +3,9 @@
 Every command goes through `orchestrator.workspace.Workspace.run` (STYLE.md point 7: git behind
 one module); these helpers are the loop's narrow view of it: commit a session's edits under the
 session's own identity with its trailers, list the commits a session made, and read a file or a
-message at a commit.
+message at a commit. It lives beside workspace.py, below its users (the agent adapters,
+orchestrator.effects and orchestrator.experience), so each imports it at the top and none reaches
+up into the agents package for git.
 """
 from __future__ import annotations
 
@@ -79,7 +81,8 @@ def identity_env(agent: str, session: str) -> dict[str, str]:
 def commit_all(ws: Path | str, msg: str, agent: str, session: str) -> str | None:
     """Stage every change in the workspace and commit it; None when there is nothing to commit.
 
-    A pre-commit hook (the gate, issue 2) may refuse: that raises GitError with its verdict.
+    The workspace's pre-commit hook (the gate, orchestrator/gate.py) may refuse: that raises
+    GitError with its verdict.
     """
     if not dirty_paths(ws):
         return None
