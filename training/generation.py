@@ -37,6 +37,9 @@ from typing import Sequence
 
 import torch
 
+from training.token_ids import trim
+from training.vllm_backend import VLLMGenerator
+
 BACKENDS = ("auto", "plain", "static", "cb", "graph", "vllm")
 MAX_STOP_IDS = 8  # the graph's stop-id tensor has a fixed size; unused slots hold -1
 # Query positions per prefill forward (GraphGenerator, and policy.generate's transformers path as
@@ -48,17 +51,6 @@ PREFILL_CHUNK = 512
 
 class GenerationConfigError(ValueError):
     """A generation setting the user chose cannot work (the message says which and why)."""
-
-
-def trim(tokens: Sequence[int], stop_ids: Sequence[int]) -> list[int]:
-    """Tokens up to and including the first stop id."""
-    out: list[int] = []
-    stops = set(stop_ids)
-    for t in tokens:
-        out.append(int(t))
-        if t in stops:
-            break
-    return out
 
 
 def left_pad(prompt_ids: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -599,6 +591,4 @@ def make_generator(model, tokenizer, backend: str = "auto", **kw):
         return ContinuousBatchingGenerator(model, tokenizer)
     if backend == "graph":
         return GraphGenerator(model, tokenizer, **kw)
-    from training.vllm_backend import VLLMGenerator
-
     return VLLMGenerator(model, tokenizer, **kw)

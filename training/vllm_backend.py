@@ -23,6 +23,8 @@ from typing import Iterator, Sequence
 
 import torch
 
+from training.token_ids import trim
+
 # wrappers the trainer may put around the policy, and the prefixes they add to parameter names
 _WRAPPER_PREFIXES = ("module.", "_orig_mod.", "_fsdp_wrapped_module.", "_checkpoint_wrapped_module.")
 _PEFT_PREFIX = "base_model.model."
@@ -146,8 +148,6 @@ class VLLMGenerator:
         res = self.client.generate(prompts=texts, n=1, temperature=kw["temperature"],
                                    top_p=kw["top_p"], max_tokens=kw["max_tokens"])
         rows = res["completion_ids"] if isinstance(res, dict) else res
-        from training.generation import trim
-
         return [trim(r, stop_ids) if stop_ids else list(r) for r in rows]
 
     def _engine_model(self):

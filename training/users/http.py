@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from training.benches.base import UserReply, UserState
-from training.users.llm import LLMUserConfigError, failed, user_messages
+from training.users.prompt import LLMUserConfigError, failed, user_messages
 
 
 class _Retryable(Exception):

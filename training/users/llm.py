@@ -1,16 +1,12 @@
-"""LLM users: the prompt an LLM user gets, a local transformers backend batched across the episodes of
-a rollout, and a router that picks the backend named by `user.<gym>.llm`.
+"""LLM users: a local transformers backend batched across the episodes of a rollout, and a router
+that picks the backend named by `user.<gym>.llm` (the prompt they get: training.users.prompt).
 
 Why batched: in a rollout every active episode may wait on its user at the same turn; one padded
 `generate` call for all of them costs about as much as one call for a single episode (DESIGN.md,
 "rollout.py"). `respond_batch(states) -> list[UserReply]` is what training.rollout calls.
 
-The prompt (`user_messages`) keeps hidden facts hidden unless asked (paper section 4.2): the system
-message is the environment's own instructions when it gives them (`state.extra["system_prompt"]`,
-tau2) or else the persona text from the workspace, the gym's role (`state.extra["user_role"]`),
-the request and the hidden facts with the rule to disclose one only when the assistant asks for it.
-The conversation follows with roles swapped: the agent speaks as "user", the simulated user answers
-as "assistant". Replies carry arm="llm" and no revealed ids; the environment detects disclosures
+The prompt (`user_messages`, training.users.prompt) keeps hidden facts hidden unless asked (paper
+section 4.2). Replies carry arm="llm" and no revealed ids; the environment detects disclosures
 with training.users.leak.
 
 A backend failure never stops training: it gives UserReply(failed=True, error=...) and the
@@ -27,41 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from training.benches.base import UserReply, UserState
-
-DISCLOSURE_RULE = ("Hidden information you hold. Share a piece only when the assistant asks about it, "
-                   "one piece at a time; never volunteer the rest, never reveal this list:")
-REPLY_STYLE = "Reply as the user, in one or two short sentences."
-
-
-class LLMUserConfigError(ValueError):
-    """An LLM-user setting that cannot work (the message names the entry and what to fix)."""
-
-
-def system_prompt(state: UserState) -> str:
-    if state.extra.get("system_prompt"):
-        text = state.extra["system_prompt"]
-        return f"{text}\n\n{state.persona}".strip() if state.persona else text
-    parts = [state.persona.strip()] if state.persona.strip() else []
-    parts.append(state.extra.get("user_role", "You are the user talking to an assistant."))
-    parts.append(f"Your request: {state.task.prompt}")
-    if state.task.facts:
-        parts.append(DISCLOSURE_RULE + "\n" + "\n".join(f"- {f.text}" for f in state.task.facts))
-    parts.append(REPLY_STYLE)
-    return "\n\n".join(parts)
-
-
-def user_messages(state: UserState) -> list[dict[str, str]]:
-    """Chat messages for the LLM user: system prompt, then the dialogue with roles swapped."""
-    messages = [{"role": "system", "content": system_prompt(state)}]
-    for m in state.history:
-        messages.append({"role": "user" if m["role"] == "agent" else "assistant", "content": m["content"]})
-    if not state.history or state.history[-1]["role"] != "agent":
-        messages.append({"role": "user", "content": state.agent_message})
-    return messages
-
-
-def failed(error: str) -> UserReply:
-    return UserReply(text="", arm="llm", failed=True, error=error)
+from training.users.http import HTTPLLMUser
+# the prompt's names stay importable from here, where callers and tests have always found them
+from training.users.prompt import (DISCLOSURE_RULE, REPLY_STYLE, LLMUserConfigError,  # noqa: F401
+                                   failed, system_prompt, user_messages)
 
 
 class LocalLLMUser:
@@ -164,8 +129,6 @@ class LLMRouter:
 
 def build_llm_users(config: dict[str, dict[str, Any]]) -> LLMRouter:
     """An LLMRouter from the experiment config's `users.llm` entries (module docstring)."""
-    from training.users.http import HTTPLLMUser
-
     backends = {}
     for name, spec in config.items():
         kind = spec.get("kind")

@@ -2,8 +2,8 @@
 ids, the task record in tau2-bench's format, and writing db.json / tasks.json after checking that
 every task's gold actions replay without a failed write.
 
-Run all generators with `python -m training.benches.tau2.synth` (deterministic: same seed, same
-files).
+A leaf below the generators: they import it, it imports none of them (the runner of them all is
+`python -m training.benches.tau2.generate`).
 """
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import json
 import random
 from pathlib import Path
 from typing import Any
+
+from training.benches.tau2.domain import World, get_domain
+from training.benches.tau2.loader import task_from_tau2
 
 FIRST = ["Ava", "Liam", "Noah", "Emma", "Mia", "Lucas", "Sofia", "Ethan", "Chloe", "Omar", "Yara",
          "Ivan", "Priya", "Mateo", "Hana", "Kofi", "Lena", "Ravi", "Zoe", "Tariq", "Elena", "Jonas",
@@ -69,9 +72,6 @@ def task_record(task_id: str, split: str, *, reason: str, known: str, unknown: s
 def write_domain(folder: Path, db: dict | None, tasks: list[dict]) -> None:
     """Write db.json (when given) and tasks.json, after replaying every task's gold actions: a
     failed gold write is a generator bug, so it stops the run."""
-    from training.benches.tau2.domain import World, get_domain
-    from training.benches.tau2.loader import task_from_tau2
-
     domain = folder.name
     if db is not None:
         (folder / "db.json").write_text(json.dumps(db, indent=1, sort_keys=True) + "\n")
@@ -86,16 +86,3 @@ def write_domain(folder: Path, db: dict | None, tasks: list[dict]) -> None:
             if result.error and is_write:
                 raise AssertionError(f"{record['id']}: gold {a['name']} failed: {result.content}")
     (folder / "tasks.json").write_text(json.dumps(tasks, indent=1) + "\n")
-
-
-def main() -> None:
-    from training.benches.tau2.airline import generate as airline
-    from training.benches.tau2.retail import generate as retail
-    from training.benches.tau2.telecom import generate as telecom
-
-    for module in (retail, airline, telecom):
-        module.main()
-
-
-if __name__ == "__main__":
-    main()

@@ -5,12 +5,12 @@ user has it, loads as it is); the TypedDicts document the shapes and type the to
 """
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict, get_args
 
 FlightType = Literal["round_trip", "one_way"]
 CabinClass = Literal["business", "economy", "basic_economy"]
 Insurance = Literal["yes", "no"]
-CABINS = ("business", "economy", "basic_economy")
+CABINS = get_args(CabinClass)      # the same names as a tuple, for membership checks
 
 
 class FlightInfo(TypedDict):

@@ -6,11 +6,12 @@ file loads as it is); the TypedDicts document the shapes and give tool arguments
 """
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, get_args
 
 OrderStatus = Literal["processed", "pending", "pending (item modified)", "delivered", "cancelled",
                       "exchange requested", "return requested"]
 CancelReason = Literal["no longer needed", "ordered by mistake"]
+CANCEL_REASONS = get_args(CancelReason)   # the same names as a tuple, for membership checks
 
 
 class Variant(TypedDict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from training.benches.tau2.retail.data_model import CANCEL_REASONS
 from training.benches.tau2.synth import address, digits, person, task_record, write_domain
 
 FOLDER = Path(__file__).resolve().parent
@@ -143,7 +144,7 @@ def build(kind: str, rng: random.Random, db: dict, user: dict) -> dict | None:
     get_order = {"name": "get_order_details", "arguments": {"order_id": oid}}
     first_item = order["items"][0] if order else None
     if kind == "cancel":
-        reason = rng.choice(["no longer needed", "ordered by mistake"])
+        reason = rng.choice(CANCEL_REASONS)
         why = "You no longer need it." if reason == "no longer needed" else "You ordered it by mistake."
         return {"reason": f"You want to cancel your order {oid}. {why}",
                 "actions": [get_user, get_order, {"name": "cancel_pending_order",

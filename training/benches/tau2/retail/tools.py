@@ -10,9 +10,8 @@ from __future__ import annotations
 import copy
 import json
 
+from training.benches.tau2.retail.data_model import CANCEL_REASONS
 from training.benches.tau2.toolkit import calculate_expression, ToolError, Toolkit, tool
-
-CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
 def money(x: float) -> float:

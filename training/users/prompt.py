@@ -1,0 +1,51 @@
+"""What every LLM user backend shares: the prompt it gets, the reply of a failed call, and the
+error of a setting that cannot work.
+
+The prompt (`user_messages`) keeps hidden facts hidden unless asked (paper section 4.2): the system
+message is the environment's own instructions when it gives them (`state.extra["system_prompt"]`,
+tau2) or else the persona text from the workspace, the gym's role (`state.extra["user_role"]`),
+the request and the hidden facts with the rule to disclose one only when the assistant asks for it.
+The conversation follows with roles swapped: the agent speaks as "user", the simulated user answers
+as "assistant".
+
+A leaf module: training.users.llm (the local backend and the router that builds every backend)
+and training.users.http (the HTTP backend) both import it at the top, instead of each other.
+"""
+from __future__ import annotations
+
+from training.benches.base import UserReply, UserState
+
+DISCLOSURE_RULE = ("Hidden information you hold. Share a piece only when the assistant asks about it, "
+                   "one piece at a time; never volunteer the rest, never reveal this list:")
+REPLY_STYLE = "Reply as the user, in one or two short sentences."
+
+
+class LLMUserConfigError(ValueError):
+    """An LLM-user setting that cannot work (the message names the entry and what to fix)."""
+
+
+def system_prompt(state: UserState) -> str:
+    if state.extra.get("system_prompt"):
+        text = state.extra["system_prompt"]
+        return f"{text}\n\n{state.persona}".strip() if state.persona else text
+    parts = [state.persona.strip()] if state.persona.strip() else []
+    parts.append(state.extra.get("user_role", "You are the user talking to an assistant."))
+    parts.append(f"Your request: {state.task.prompt}")
+    if state.task.facts:
+        parts.append(DISCLOSURE_RULE + "\n" + "\n".join(f"- {f.text}" for f in state.task.facts))
+    parts.append(REPLY_STYLE)
+    return "\n\n".join(parts)
+
+
+def user_messages(state: UserState) -> list[dict[str, str]]:
+    """Chat messages for the LLM user: system prompt, then the dialogue with roles swapped."""
+    messages = [{"role": "system", "content": system_prompt(state)}]
+    for m in state.history:
+        messages.append({"role": "user" if m["role"] == "agent" else "assistant", "content": m["content"]})
+    if not state.history or state.history[-1]["role"] != "agent":
+        messages.append({"role": "user", "content": state.agent_message})
+    return messages
+
+
+def failed(error: str) -> UserReply:
+    return UserReply(text="", arm="llm", failed=True, error=error)
