@@ -1,17 +1,32 @@
 """The evaluation process: `python -m training.evaluate` (started by `orchestrator eval`).
 
+    orchestrator eval demo                              # the usual way: demo's final checkpoint
+    orchestrator eval --model default --bench usergym   # the untrained packaged SmolLM2's row
+    python -m training.evaluate --bench usergym --model default --out-root /tmp/eval \
+        --episodes 1 --max-turns 4 --max-new-tokens 64 --user-llm none   # by hand, quick
+
 Paper section 5.1: evaluation uses the bench's fixed protocol (test split, evaluation user,
 interaction limits, scorer), which training-side changes cannot alter, on the final checkpoint of
-the final run, and its results are never used to propose or accept interventions. So:
-
-- the settings come from the bench's code (`BENCH.eval_protocol`, `BENCH.load_tasks(split)`) on
-  top of the project's pristine `workspace/` folder shipped in the repository, never from an
-  experiment's workspace or ledger;
-- an audit hook (`install_wall`) refuses, inside this process, to open or list anything under the
-  paths the orchestrator walls off (the experiment's workspace, ledger, agent sessions, other
-  runs); the checkpoint evaluated and its run's config.json are the only exceptions;
-- results (one JSON line per episode and a summary) go to `runs/NAME/eval/<id>/`, which no
-  meta-agent session is given (orchestrator/agents).
+the final run, and its results are never used to propose or accept interventions. What happens:
+1. `install_wall` (an audit hook) refuses, inside this process, to open or list anything under the
+   paths the orchestrator walls off (`--wall`: the experiment's workspace, ledger, agent sessions,
+   other runs); the checkpoint evaluated and its run's config.json are the only exceptions.
+2. The settings come from the bench's code (`BENCH.eval_protocol`, `BENCH.load_tasks(split)`) on
+   top of the project's pristine `workspace/` folder shipped in the repository, never from an
+   experiment's workspace or ledger. A quicker setting (`--episodes` per gym, `--max-turns`,
+   `--max-new-tokens`) is not the protocol: the summary lists each one under "deviations" and the
+   result folder's name carries it.
+3. Before the model loads, one line says how much work that is (episodes x turns x new tokens)
+   and, on the CPU, how long it can take and a quicker setting, so an hours-long run is stopped
+   before it starts.
+4. The checkpoint's policy (on the base model its run's config.json names) or the untrained model
+   loads, and a local LLM user where the protocol has an LLM arm (below).
+5. The episodes run in batches; task i's environment is seeded with (seed, i) and the sampler is
+   reseeded with (seed, batch) before each batch, so the same checkpoint, protocol and seed give
+   the same numbers. Progress goes to stderr as plain lines (a terminal, a pipe or a log file
+   alike): episodes done, tokens/s, time left.
+6. One JSON line per episode and summary.json go to `runs/NAME/eval/<id>/` (`--out-root`), which no
+   meta-agent session is given (orchestrator/agents); SIGTERM or Ctrl-C writes nothing.
 
 `eval_protocol` keys read here (all optional; DESIGN.md "Evaluation is walled off"):
   split               the split to evaluate (default "test")
@@ -27,14 +42,7 @@ the final run, and its results are never used to propose or accept interventions
   response_length, max_episode_tokens   per-turn and per-episode token budgets (1024 / 8192)
 Where the protocol has an LLM arm (strategy_mix < 1), a local model answers (`--user-llm`: the
 packaged SmolLM2 by default; the paper used GPT-4o-mini); `--user-llm none` leaves the symbolic
-arm only, and the summary says which. The same checkpoint, protocol and seed give the same numbers: task i's environment is seeded
-with (seed, i), and the sampler is reseeded with (seed, batch) before each batch of episodes.
-
-Before the model loads, one line says how much work the protocol is (episodes x turns x new
-tokens) and, on the CPU, how long that can take and a quicker setting. A quicker setting
-(`--episodes`, `--max-turns`, `--max-new-tokens`) is not the protocol: the summary lists each one
-under "deviations" and the result folder's name carries it. Progress goes to stderr as plain
-lines (a terminal, a pipe or a log file alike): episodes done, tokens/s, time left.
+arm only, and the summary says which.
 """
 from __future__ import annotations
 

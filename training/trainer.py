@@ -1,25 +1,48 @@
-"""`python -m training.trainer --run DIR [--resume]`: the PPO trainer subprocess.
+"""`python -m training.trainer --run DIR [--resume]`: the PPO trainer subprocess (paper 4.4).
 
-Reads DIR/config.json (training.config.Config) and writes only inside DIR (DESIGN.md, "The
+    orchestrator start demo                                # the usual way: the supervisor runs it
+    python -m training.trainer --run runs/demo/run-001     # by hand, on a run folder's config.json
+    python -m training.trainer --run runs/demo/run-001 --resume   # from its newest checkpoint
+    python -m torch.distributed.run --standalone --nproc_per_node 2 -m training.trainer \
+        --run-dir runs/demo/run-001                        # two processes (trainer.parallel set)
+
+It reads DIR/config.json (training.config.Config) and writes only inside DIR (DESIGN.md, "The
 trainer subprocess"): metrics.jsonl, events.jsonl, trajectories/step-NNNNNN.jsonl,
 checkpoints/step-NNNNNN/, heartbeat, and snapshots/ (exported workspace trees).
 
-One step (paper section 4.4): at the step boundary swap in a newly promoted workspace snapshot
-(training.live); sample tasks, roll out `train_batch_size * rollout.n` episodes together
-(training.rollout); score turns with the env's reward and the snapshot's reward modules
-(training.rewards); compute old/reference log-probs and values; turn-level GAE; PPO epochs over
-mini-batches with gradient accumulation (this module's `update`); log; checkpoint every
-`trainer.save_freq` steps. SIGTERM checkpoints the last finished step and exits 0; `--resume`
-continues from the newest whole checkpoint exactly (every step reseeds from (seed, step)).
+What happens at start (`Trainer.__init__`), and why:
+1. The config is validated and the bench's tasks of `data.split` loaded; an empty set of tasks
+   stops here with one sentence, not hours later.
+2. Policy, critic and frozen reference load (training.policy); with `--resume` the newest whole
+   checkpoint's weights go in before any wrapping, so a one-process checkpoint resumes a
+   several-process run and back.
+3. The workspace's live commit (or the plain workspace.dir; on a resume, the checkpoint's commit)
+   is exported and built into the snapshot the rollouts use (training.live). On a fresh start
+   `budget.check_run` refuses a config under which a gym can never succeed (a turn too short for
+   its shortest answer) before any episode is wasted on it.
 
-Several processes (issue 11, `trainer.parallel` ddp | fsdp, started by
-`torchrun --nproc_per_node N -m training.trainer --run DIR`; training.distributed): every process
-derives the same global list of (task, sample) pairs of a step and rolls out only its share, with
-its own sampling seed; the update is exact over the global batch (training.update); rank 0 alone
-decides which live commit to apply (and broadcasts it), writes the run files and checkpoints
-(whole state dicts in the one-process format, so either kind of run resumes the other). A stop
-(SIGTERM) and a failed reload are agreed by all processes at the step boundary, never mid-step.
-With one process (no torchrun, or world size 1) nothing of this runs.
+What happens every step (`run`, then `run_step`), and why:
+1. Wait while a meta-agent session holds the run (training/hold.py, `orchestrator start
+   --max-lag N`), so training runs at most N steps ahead of a session's fix.
+2. At the step boundary, swap in a newly promoted workspace commit (`maybe_reload`, paper section
+   4.5): a change applies to whole steps only, and a commit that fails to load is skipped.
+3. Reseed from (seed, step): `--resume` then continues exactly as the uninterrupted run would.
+4. Sample `train_batch_size` tasks and roll out `rollout.n` episodes of each together
+   (training.rollout): one batched generate call per turn for all of them.
+5. Score each agent turn: the environment's reward plus the snapshot's reward modules
+   (training.rewards), which the meta-agent edits.
+6. Old and reference log-probs, values, turn-level GAE, then PPO epochs over mini-batches with
+   gradient accumulation (training.update).
+7. One line of metrics.jsonl (`step_metrics`) and the step's trajectories; a checkpoint every
+   `trainer.save_freq` steps. SIGTERM checkpoints the last finished step and exits 0.
+
+Several processes (`trainer.parallel` ddp | fsdp under torchrun, above; training.distributed):
+every process derives the same global list of (task, sample) pairs of a step and rolls out only
+its share, with its own sampling seed; the update is exact over the global batch
+(training.update); rank 0 alone decides which live commit to apply (and broadcasts it), writes the
+run files and checkpoints (whole state dicts in the one-process format, so either kind of run
+resumes the other). A stop (SIGTERM) and a failed reload are agreed by all processes at the step
+boundary, never mid-step. With one process (no torchrun, or world size 1) nothing of this runs.
 """
 from __future__ import annotations
 
@@ -381,8 +404,9 @@ class Trainer:
         records, stats, score_stats, tokens, peak = self._gather(
             records, stats, score_stats, int(batch.lengths.sum()))
         out = step_metrics(step, records, update, stats, score_stats, coefs,
-                           commit=self.live.commit, update_tokens=tokens * self.cfg.actor.ppo_epochs,
-                           peak_mb=peak, step_s=time.perf_counter() - t_start, update_s=update_s)
+                           commit=self.live.commit,
+                           update_tokens=tokens * self.cfg.actor.ppo_epochs, peak_mb=peak,
+                           step_s=time.perf_counter() - t_start, update_s=update_s)
         if self.main:
             self.write_trajectories(step, records)
         return out
