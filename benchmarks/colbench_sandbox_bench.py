@@ -1,4 +1,4 @@
-"""How fast ColBench answers are scored in the sandbox on this machine (issue 5).
+"""How fast ColBench answers are scored in the sandbox on this machine.
 
     .venv/bin/python benchmarks/colbench_sandbox_bench.py [--repeats 3] [--out FILE.json]
 

@@ -1,4 +1,4 @@
-"""Commit load (issue 9, item 7): a meta-agent commits 200 times in a minute while a person
+"""Commit load: a meta-agent commits 200 times in a minute while a person
 commits too, with the gate watcher judging and the real trainer hot-reloading, and then checks
 that every commit was judged once, in order, that none was lost, that the live ref never pointed
 at an unjudged commit, and how much the trainer's step time moved.

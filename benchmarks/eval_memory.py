@@ -1,4 +1,4 @@
-"""Evaluation memory benchmark (issue 15, item 1): peak memory and episodes/s of the evaluation's
+"""Evaluation memory benchmark: peak memory and episodes/s of the evaluation's
 episodes at two or more batch sizes.
 
 Runs what `python -m training.evaluate` runs (`run_episodes`: the bench's test split, its protocol,

@@ -3,7 +3,7 @@
 Each sample makes one commit in a real temporary experiment workspace and times
 `orchestrator.gate.judge_pending` (checks, verdict note, live ref, ledger line), and separately
 the pre-commit hook as git runs it (a fresh Python process). Prints the median of N samples.
-Targets (issue 2): knob-only under 0.5 s, reward module under 3 s.
+Targets: knob-only under 0.5 s, reward module under 3 s.
 
     .venv/bin/python benchmarks/gate_bench.py [--n 20]
 """

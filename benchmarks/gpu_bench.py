@@ -1,4 +1,4 @@
-"""GPU speed benchmark (issue 11, item 5): rollouts, updates, a PPO step split into its parts.
+"""GPU speed benchmark: rollouts, updates, a PPO step split into its parts.
 
 Run on the lent H200 (see benchmarks/RESULTS-gpu.md for the figures and the exact commands):
     python3 benchmarks/gpu_bench.py --sections gen,greedy,update,varlen,ppo --out $OUT/bench.jsonl
@@ -344,7 +344,7 @@ def bench_ppo(out, backends=("graph", "plain"), episodes=64, prompt_len=256, new
 
 # ---------------------------------------------------------------- the trainer's own code
 def bench_trainer(out, tok_dir, episodes=64, prompt_len=256, new=128, micro=4):
-    """Issue 3's GPU figures through the trainer's functions (training.policy.generate,
+    """GPU figures of the trainer benchmark through its functions (training.policy.generate,
     training.update.score_batch / ppo_update) on a random model of SmolLM2-135M's shape with the
     real tokenizer (carried: the GGUF weights cannot travel). The usergym preset (appendix C), one
     turn of 64 episodes, 256-token contexts, 128 generated tokens each."""

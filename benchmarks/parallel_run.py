@@ -1,4 +1,4 @@
-"""A co-evolution run over several processes against one process (issue 10; issue 11, item 4).
+"""A co-evolution run over several processes against one process.
 
 Runs the whole system twice through the real CLI (`orchestrator start --agent builtin`): once with
 one trainer process, once with `trainer.parallel` (default fsdp) over `--nproc` processes under

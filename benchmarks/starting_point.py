@@ -12,7 +12,7 @@ symbolic user answering (no second model), shorter turns and episodes than the p
 one row per gym and demonstration count: valid-action rate over all agent turns, the same over
 first turns only, success, mean score, and (with --show) a few first turns to read.
 
-Why: with every turn refused as an invalid action PPO has no signal (issue "Training that learns");
+Why: with every turn refused as an invalid action PPO has no signal;
 this measures the signal a run starts with, and chooses the presets' sampling (see training/config.py).
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Trainer benchmark (issue 3): SmolLM2-135M by default, on whatever device `auto` picks.
+"""Trainer benchmark: SmolLM2-135M by default, on whatever device `auto` picks.
 
 Reports, as one JSON object (and a readable table):
   rollout tokens/s   one batched, KV-cached generate call over 8 and 32 UserGym prompts, against

@@ -82,7 +82,7 @@ class Finding:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Whole JSON lines only: a line being written (no newline yet, or cut) or a corrupt one is
-    skipped with a warning (issue 9)."""
+    skipped with a warning (a trainer killed mid-write leaves a half line)."""
     if not path.exists():
         return []
     out = []

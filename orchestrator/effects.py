@@ -1,4 +1,4 @@
-"""Measured effect of every applied intervention (issue 7, point 4; paper appendix A.2).
+"""Measured effect of every applied intervention (paper appendix A.2).
 
 For a commit the trainer applied at step s, the relevant metric's mean over the W steps after s is
 compared with its mean over the W steps before. The noise floor comes from the step-to-step
@@ -28,7 +28,7 @@ DEFAULT_WINDOW = 10
 # ------------------------------------------------------------------- ledger (orchestrator.ledger)
 
 def ledger_append(exp_dir: Path | str, line: dict[str, Any]) -> None:
-    """Append one ledger line; through orchestrator.ledger (issue 2) when it is installed."""
+    """Append one ledger line; through orchestrator.ledger (it checks the type) when installed."""
     try:
         from orchestrator import ledger
     except ImportError:
@@ -69,7 +69,7 @@ class Effect:
     reason: str = ""      # why an effect is unmeasured
 
     def ledger_line(self) -> dict[str, Any]:
-        # "noise" is the ledger's name for the floor (orchestrator.ledger, issue 2)
+        # "noise" is the ledger's name for the floor (orchestrator.ledger's `effect` lines)
         line = {"type": "effect", **asdict(self), "noise": self.noise_floor}
         if not self.reason:
             del line["reason"]

@@ -3,7 +3,7 @@
 The workspace is seeded from the project's `workspace/` (or the live tree of another experiment,
 `--from`), or is an existing git repository (`--workspace PATH`, recorded in `workspace.link`).
 The first commit is checked like any other (so a corrupt knobs.json stops here, in one sentence),
-judged accepted and made live (DESIGN.md, "The experiment workspace"; issue 2, point 3).
+judged accepted and made live (DESIGN.md, "The experiment workspace").
 """
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
     head = ws.main()
     # up to the head read above, not main now: a commit landing in between would be judged in a
     # pass whose revert and judged ref stop at `head`, a rejection left on main unreverted
-    # (found under commit load, issue 9, item 7); the next pass judges it
+    # (found under commit load, benchmarks/commit_load_bench.py); the next pass judges it
     pending = pending_commits(ws, head) if head else []
     if not pending:
         return _restore_after_reset(ws, head)
@@ -201,7 +201,7 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
             v.reverted_by = revert
     plan = {"head": head, "revert": revert, "live": new_live or revert or head,
             "verdicts": [asdict(v) for v in verdicts]}
-    # Write-ahead (issue 9, item 2): a judge killed between the writes below leaves this plan,
+    # Write-ahead: a judge killed between the writes below leaves this plan,
     # which the next judgement finishes before anything else, so every commit is judged once
     # and the live ref moves only after the notes that say its commit was judged.
     _write_journal(exp_dir, plan)
@@ -263,7 +263,7 @@ def finish_interrupted(exp_dir: Path, ws: Workspace) -> None:
 def _restore_after_reset(ws: Workspace, head: str | None) -> list[Verdict] | None:
     """main moved back to an already judged commit (a reset or force-push with nothing new): no
     commit to judge, but main's tree left the live tree; put it back with a gate commit on top
-    (issue 9, item 5: a history rewrite is refused, main and live never drift apart)."""
+    (a history rewrite is refused, so main and live never drift apart)."""
     live, last = ws.rev(LIVE_REF), ws.rev(JUDGED_REF)
     if not (head and live and last) or head == last or ws.is_ancestor(last, head) \
             or ws.tree_of(head) == ws.tree_of(live):

@@ -122,7 +122,7 @@ _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxItems", "maxLength", "maxPro
 
 def _names(value: Any) -> set[str]:
     """A keyword's value (a name or a list of them) as a set of strings; anything an edit put
-    there (a dict, a number) compares as its JSON text instead of crashing the gate (issue 9)."""
+    there (a dict, a number) compares as its JSON text instead of crashing the gate."""
     items = value if isinstance(value, list) else [] if value in (None, "") else [value]
     return {v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=repr) for v in items}
 
@@ -267,7 +267,7 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
     reasons = [f"{KNOBS}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
                f"{e.message}." for e in errors[:10]]
     # NaN passes every minimum/maximum and x-max-delta comparison (all are False): refuse it,
-    # and infinities, before any range is trusted (issue 9, found by the property tests)
+    # and infinities, before any range is trusted (found by tests/faults/test_fault_gate_props.py)
     reasons += [f"{KNOBS}: {where} = {value}: not a finite number." for where, _, value in
                 _walk(knobs) if isinstance(value, float) and not math.isfinite(value)][:10]
     old_knobs, _ = load_json(ws, old_tree, KNOBS)
@@ -286,7 +286,7 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
 @functools.lru_cache(maxsize=16)
 def _validator(schema_text: str, check: bool = True):
     """A validator per schema text, checked against the meta-schema first unless the schema is
-    known good: the validator itself crashes on e.g. "maximum": null (issue 9); cached, as the
+    known good: the validator itself crashes on e.g. "maximum": null; cached, as the
     same schema judges commit after commit."""
     import jsonschema
     schema = json.loads(schema_text)

@@ -1,6 +1,6 @@
 """The intervention ledger: `runs/NAME/ledger.jsonl`, one JSON object per line.
 
-Every line has "type" and "ts" (UNIX seconds). Types (issue 2):
+Every line has "type" and "ts" (UNIX seconds). Types (`append_line` refuses any other):
   verdict  {commit, parent, author, author_kind: "agent"|"person", agent, session, files,
             knob_changes: [{path, old, new}], verdict: "accepted"|"rejected", reasons, reverted_by}
   applied  {commit, run, step}            copied from a trainer's events.jsonl

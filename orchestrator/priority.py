@@ -1,4 +1,5 @@
-"""CPU priority of background work: the trainer first (issue 9, item 7).
+"""CPU priority of background work: the trainer first (under commit load it kept 0.97 of its core,
+benchmarks/RESULTS-commit-load.md).
 
 Meta-agent sessions, the gate and the git hooks yield the CPU to the trainer. They lower the
 calling *thread* (on Linux `sched_setscheduler(0, ...)` and `setpriority(PRIO_PROCESS, 0, ...)` act

@@ -1,6 +1,6 @@
 """`orchestrator report EXP [EXP ...]`: one self-contained HTML page with PNG figures beside it.
 
-What a reader judges a training method by (issue 8; paper tables 1, 2, 4 and figures 1, 6, 7):
+What a reader judges a training method by (paper tables 1, 2, 4 and figures 1, 6, 7):
 the results table in the paper's layout (UserGym per gym and average, ColBench Pass and Succ.,
 tau2 per domain; mean and spread over repeated evaluations), training curves of reward, success
 and entropy with every applied intervention marked and labelled, a knob timeline, the run-by-run

@@ -3,8 +3,8 @@
 The report only reads files (DESIGN.md, "The trainer subprocess" and paths.py give the layout):
 experiment.json, ledger.jsonl, run-NNN/{config.json, metrics.jsonl, events.jsonl} and
 eval/<id>/summary.json. A trainer killed mid-write or a disk that filled up can leave a corrupt or
-truncated JSONL line; every reader skips such a line with a warning and goes on, never crashes
-(issue 8). The results table of the paper (tables 1, 2, 4) is built here too: one row per
+truncated JSONL line; every reader skips such a line with a warning and goes on, never crashes.
+The results table of the paper (tables 1, 2, 4) is built here too: one row per
 experiment and evaluated model, cells as mean and spread over repeated evaluations.
 """
 from __future__ import annotations

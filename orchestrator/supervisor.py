@@ -11,8 +11,8 @@ whole checkpoint (at most `max_restarts` times; a crash before any checkpoint st
 The trainer runs at normal priority while gate, hooks and sessions yield to it
 (orchestrator/priority.py): it must be started from a thread that was not lowered.
 
-With `trainer.nproc_per_node` N > 1 in the run's config.json the trainer runs as N processes
-(issue 11): `python -m torch.distributed.run --standalone --nproc_per_node N -m training.trainer
+With `trainer.nproc_per_node` N > 1 in the run's config.json the trainer runs as N processes,
+one per GPU: `python -m torch.distributed.run --standalone --nproc_per_node N -m training.trainer
 --run-dir DIR ...`; stop() sends SIGTERM to each worker process (each checkpoints; torchrun then
 exits 0). A SIGTERM to torchrun itself is forwarded to them too, with `--shutdown_timeout` for
 their checkpoint before it kills them.

@@ -1,5 +1,5 @@
 """Judges a person's (or anyone's) commit on the workspace's main within seconds while an
-experiment runs, without waiting for a meta-agent session (issue 2, point 4).
+experiment runs, without waiting for a meta-agent session.
 
 A watchdog observer on the repository's `refs/heads/` and `logs/` folders (a commit rewrites
 `refs/heads/main` through a lock file and appends to `logs/HEAD`) wakes a worker thread; the
@@ -94,7 +94,8 @@ class GateWatcher:
                 self.judged += gate.judge_pending(self.exp_dir, self.ws)
                 # the head read before judging, not main now: a commit landing between the
                 # judgement and a second read would count as judged and wait for the next one
-                # (found under commit load, issue 9, item 7); a gate revert costs one idle pass
+                # (found under commit load: benchmarks/commit_load_bench.py); a gate revert costs
+                # one idle pass
                 last = head
             except Exception as exc:                  # keep watching; the next change retries
                 self.errors.append(f"{type(exc).__name__}: {exc}")

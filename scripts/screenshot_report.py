@@ -3,7 +3,7 @@
     .venv/bin/python scripts/screenshot_report.py runs/NAME/report/index.html [--out shot.png]
     .venv/bin/python scripts/screenshot_report.py --build EXP [EXP ...] [--out shot.png]
 
-The check (issue 8: "not an empty page"): its pixels vary (a blank page has a standard deviation
+The check (that the page is not empty): its pixels vary (a blank page has a standard deviation
 near 0) and a share of them are saturated colours, which in our page come only from the
 matplotlib figures (the table is black on white and grey). Chromium comes from Debian's packages
 (`apt-get install -y chromium`). Headless Chromium cannot size its window to the page, so the

@@ -1,4 +1,4 @@
-"""Training across several processes/GPUs: data-parallel rollouts and a sharded (FSDP) update (issue 11, item 4).
+"""Training across several processes/GPUs: data-parallel rollouts and a sharded (FSDP) update.
 
 Launch: `torchrun --nproc_per_node=N -m training.trainer --run DIR` (or `accelerate launch`, which
 sets the same variables). Each process reads RANK / WORLD_SIZE / LOCAL_RANK, takes its share of
@@ -241,7 +241,7 @@ def barrier(info: DistInfo) -> None:
 
 def _selftest(strategy: str, out: str) -> None:
     """One sharded training step of a small random Llama under torchrun: the device check that
-    the parallel path runs (issue 11: "the one-GPU torchrun run passing on the device")."""
+    the parallel path runs (tests/training/test_distributed.py's gpu test runs it)."""
     import json
 
     from transformers import LlamaConfig, LlamaForCausalLM

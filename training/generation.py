@@ -1,4 +1,4 @@
-"""Generation backends for rollouts, behind one call (issue 11, "fast rollouts").
+"""Generation backends for rollouts, behind one call.
 
 Every backend answers `gen.generate(prompt_ids, max_new_tokens, ...) -> list[list[int]]`: for each
 prompt (a list of token ids, no padding) the ids the model generated, up to and including the first
@@ -8,7 +8,7 @@ Backends (chosen by `make_generator(model, tokenizer, backend=...)`):
 - "plain":  Hugging Face `model.generate` with left padding and a dynamic KV cache. The reference;
             the only one on the CPU under "auto".
 - "static": the same call with `cache_implementation="static"` (transformers then compiles the decode
-            step). The floor the fast path must beat (issue 11's measurements).
+            step). The floor the fast path must beat (benchmarks/RESULTS-gpu.md).
 - "cb":     transformers' continuous batching (`model.generate_batch`, paged attention).
 - "graph":  our decode loop over a static KV cache where one whole decode step (model forward,
             temperature / top-p sampling, stop checks, writing the token out) is captured in one CUDA
@@ -18,7 +18,7 @@ Backends (chosen by `make_generator(model, tokenizer, backend=...)`):
 - "vllm":   training/vllm_backend.py (optional; needs vLLM installed).
 "auto" is "graph" on CUDA and "plain" elsewhere.
 
-Memory (issue 15, "evaluation that fits"): the graph backend's memory grows with batch x context,
+Memory (so that an evaluation fits the GPU): the graph backend's memory grows with batch x context,
 never with batch x context^2 nor with the number of calls. The prompt is run into the cache
 PREFILL_CHUNK query positions per forward (`prefill_mask`: a (B, 1, C, L) mask per chunk), where one
 (B, 1, P, L) mask over a whole 8,192-token context made `python -m training.evaluate` ask for

@@ -8,12 +8,13 @@ the repository), parses the Snapshot (knobs, rules, personas), starts its reward
 the trainer's own check build an environment per gym; only when all of that succeeds is the new
 `LiveSnapshot` swapped in, all at once. Any failure leaves the previous snapshot running.
 
-Reloads are cheap when little changed (issue 9, item 7: a meta-agent committing 200 times a
-minute): a reward module whose source is unchanged keeps its sandboxed worker (no new probe, no
-new process; its module-level state carries over, as if no reload happened), shared between the
-old and the new snapshot until the last one using it is closed; a changed source gets a fresh
-worker. The watcher wakes only on writes to the ref's file or packed-refs (not on reads, not on
-the objects, notes and index writes of every commit), so commits do not busy the trainer's process.
+Reloads are cheap when little changed (benchmarks/commit_load_bench.py: a meta-agent committing
+200 times a minute): a reward module whose source is unchanged keeps its sandboxed worker (no new
+probe, no new process; its module-level state carries over, as if no reload happened), shared
+between the old and the new snapshot until the last one using it is closed; a changed source gets
+a fresh worker. The watcher wakes only on writes to the ref's file or packed-refs (not on reads,
+not on the objects, notes and index writes of every commit), so commits do not busy the trainer's
+process.
 """
 from __future__ import annotations
 

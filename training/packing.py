@@ -1,4 +1,4 @@
-"""Update efficiency: how the PPO update, critic and reference passes batch their sequences (issue 11, item 3).
+"""Update efficiency: how the PPO update, critic and reference passes batch their sequences.
 
 Rollout sequences have very different lengths (a 2-turn episode next to a 16-turn one). Padding a
 random mini-batch to its longest member wastes most of the update's FLOPs; two cures, both here:

@@ -1,6 +1,6 @@
 """The models of a run: policy, critic (own backbone + scalar value head), frozen reference.
 
-Precision (issue 3, `model.precision`): fp32 master weights with bf16 autocast on GPU, and on a CPU
+Precision (`model.precision`): fp32 master weights with bf16 autocast on GPU, and on a CPU
 with native bf16 arithmetic (AVX512-BF16 or AMX: about 1.7x faster than fp32 there); on a CPU
 without it bf16 is emulated and autocast made a training pass 16x slower than fp32 (an AVX2 AMD
 EPYC), so "auto" trains in fp32 there. Pure bf16 weights do not learn at these learning rates.
@@ -244,7 +244,7 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
     model = model or models.rollout_policy or models.policy
     tok = models.tokenizer
     if models.device.type == "cuda" and os.environ.get("EAU_ROLLOUT_BACKEND", "graph") == "graph":
-        # issue 11: CUDA-graph decode on a bf16 copy (training/generation.py); None = not applicable
+        # CUDA-graph decode on a bf16 copy (training/generation.py); None = not applicable
         from training.generation import fast_generate
         fast = fast_generate(model, tok, contexts, max_new_tokens=max_new_tokens,
                              temperature=temperature, top_p=top_p, stop_ids=end_of_turn_ids(tok),
@@ -266,7 +266,7 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
     # at each new token, which measured slower than plain fp32 (benchmarks/trainer_bench.py);
     # prefill-heavy training passes keep autocast. On GPU bf16 autocast is used throughout.
     # prefill_chunk_size: transformers runs the prompt PREFILL_CHUNK positions at a time, so its
-    # mask is (B, 1, C, L) per chunk, never (B, 1, L, L) (issue 15: memory linear in the context).
+    # mask is (B, 1, C, L) per chunk, never (B, 1, L, L) (memory linear in the context).
     rollout_ctx = models.autocast() if models.device.type == "cuda" else contextlib.nullcontext()
     with rollout_ctx:
         out = model.generate(input_ids=ids, attention_mask=attn, do_sample=temperature > 0,

@@ -5,7 +5,7 @@ A reward module (DESIGN.md, "Interfaces") is `rewards/<name>.py` with `APPLIES_T
 are the plain dicts of the trajectory files. knobs `reward.modules.<name>.{enabled, weight}` switch
 it on and weight it. Each enabled module gets a `training.sandbox.ModuleWorker` (imported once).
 
-Per agent turn k of an episode in gym g (issue 3; the env's own reward included):
+Per agent turn k of an episode in gym g (the env's own reward included):
     raw_k = env_reward_k + sum_m weight_m * turn_reward_m(turn_k)
             (+ sum_m weight_m * episode_reward_m(episode) on the last turn)
     r_k   = clip(default_scale * per_gym_scale[g] * raw_k, turn_reward_clip.min, .max)

@@ -1,4 +1,4 @@
-"""Batched multi-turn episodes: policy <-> environment <-> user (issue 3, item 3).
+"""Batched multi-turn episodes: policy <-> environment <-> user.
 
 All episodes of a step advance together. At each turn the prompts of the still-active episodes go
 to ONE batched, KV-cached `generate` call (left padding); then each environment runs the agent's

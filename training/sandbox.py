@@ -70,7 +70,7 @@ ATTEMPTS = []   # refused operations during the current call, even when the code
 def _make_hook(home, allowed_read, allow_network, max_procs):
     # Everything the hook uses is bound here, once: the untrusted code shares this process, so
     # module globals (HOME, CFG), os.path.realpath or builtins it could patch are never read
-    # again (issue 9: a module that set CFG["allow_network"] or patched any() got out).
+    # again (a module that set CFG["allow_network"] or patched any() got out; see tests/faults).
     realpath, fsdecode, sep, attempts, deny_cls = os.path.realpath, os.fsdecode, os.sep, ATTEMPTS, Forbidden
     is_a, to_str, any_, int_t, bytes_t, str_t = isinstance, str, any, int, bytes, str
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT
@@ -283,7 +283,7 @@ class _Child:
         except (ValueError, KeyError):
             ok = None
         if not isinstance(ok, bool) or msg.get("kind", "ok") not in KINDS:
-            # only the untrusted code can put a malformed line on the pipe (issue 9)
+            # only the untrusted code can put a malformed line on the pipe: treat it as an attack
             self.kill()
             return SandboxResult(False, kind="forbidden", wall_s=time.monotonic() - t0,
                                  error="the code wrote a malformed result on the sandbox's pipe")

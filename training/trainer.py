@@ -225,8 +225,8 @@ class Trainer:
 
     def _user_llm(self):
         """The llm arm's backend: None (symbolic arm only) or the frozen reference model answering
-        as the user, batched across episodes (training.users.llm; issue 3: the CPU demo shares
-        the reference instead of loading a third model)."""
+        as the user, batched across episodes (training.users.llm; sharing the reference spares
+        the CPU demo a third model in memory)."""
         if self.cfg.rollout.user_llm == "none":
             return None
         from training.policy import load_tokenizer
@@ -353,7 +353,8 @@ class Trainer:
                              waited_s=round(t0 - seen_at, 4))
 
     def coefficients(self) -> dict[str, float]:
-        """Optimiser knobs of the live snapshot, applied in place (issue 3, item 5)."""
+        """Optimiser knobs of the live snapshot, applied in place: a meta-agent's change of lr,
+        entropy or KL coefficient takes effect at the next step, without a restart."""
         agent = self.live.knobs.get("agent", {})
         lr = self.cfg.actor.optim.lr * float(agent.get("lr_multiplier", 1.0))
         for group in self.actor_opt.param_groups:
@@ -490,7 +491,7 @@ class Trainer:
         except (OSError, RuntimeError) as exc:
             # a full disk (torch.save reports it as a RuntimeError): checkpoint.save removed its
             # temporary folder, so the previous whole checkpoint is still the one a resume uses;
-            # say so and train on (issue 9, item 6)
+            # say so and train on (tests/faults/test_fault_disk_data.py fills the disk)
             prev = checkpoint.latest(self.files.checkpoints)
             usable = prev.name if prev is not None else None
             free_mb = shutil.disk_usage(self.files.checkpoints).free / 2**20

@@ -1,4 +1,4 @@
-"""Rollouts through vLLM, with the policy's new weights loaded after every update (issue 11, item 2).
+"""Rollouts through vLLM, with the policy's new weights loaded after every update.
 
 Optional: vLLM is imported only when this backend is built (`rollout.backend = "vllm"` /
 `make_generator(..., backend="vllm")`). Two modes:

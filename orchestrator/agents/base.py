@@ -5,7 +5,7 @@ workspace, the skill, the prompt, a time limit and a budget; the result says how
 commits it made, its cost where known and where its transcript is. `run_session` here dispatches
 to the adapter, and whatever happens (a CLI not installed, no credentials, a hang, a crash) ends
 with a result whose reason goes to the ledger as a "session" line; it never raises, so training
-goes on and the next session is tried as scheduled (issue 7).
+goes on and the next session is tried as scheduled.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from orchestrator import diagnostics, effects, experience, gitops
 from orchestrator.workspace import Workspace, parse_trailers
 
 # refs only the gate (and `orchestrator start`) may move: the live and judged refs, the gate's
-# notes, the run tags; guarded for the CLIs, which run while the gate is held (issue 9, item 5)
+# notes, the run tags; guarded for the CLIs, which run while the gate is held: a session that
+# moved refs/eau/live itself would skip the gate (tests/faults/test_fault_agent_reach.py tries it)
 GUARDED_REFS = ("refs/eau/", "refs/notes/", "refs/tags/")
 GUARDED_AGENTS = ("claude-code", "codex", "command")
 
@@ -131,7 +132,8 @@ class ProcResult:
 def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                 stdout_path: Path, stderr_path: Path) -> ProcResult:
     """Run a CLI in its own process group with stdin from /dev/null (both CLIs wait on an open
-    stdin, issue 7); at the time limit the whole group gets SIGTERM, then SIGKILL."""
+    stdin: claude-code 2.1.197 and codex-cli 0.171.0 do); at the time limit the whole group gets
+    SIGTERM, then SIGKILL."""
     t0 = time.monotonic()
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
         # its own process group, in the orchestrator's session: a new session would be a new
@@ -140,7 +142,8 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
                                 stderr=err, process_group=0)
         ACTIVE.add(proc)
         # its own process group outlives a SIGKILLed orchestrator: the pid file lets the next
-        # `orchestrator start` end it (kill_leftover_agents; issue 9, item 2)
+        # `orchestrator start` end it (kill_leftover_agents; the fault test
+        # tests/faults/test_fault_orchestrator_kill.py kills an orchestrator mid-session)
         pid_file = stdout_path.parent / AGENT_PID
         pid_file.write_text(f"{proc.pid}\n")
         try:
@@ -274,7 +277,7 @@ def run_session(ctx: SessionContext) -> SessionResult:
     refs = guarded_refs(ctx.workspace) if ctx.agent in GUARDED_AGENTS else None
     try:
         result = get_adapter(ctx.agent).run(ctx)
-    except Exception as exc:      # an adapter bug must not stop training (issue 7)
+    except Exception as exc:      # an adapter bug fails its session, never the training
         result = SessionResult(ctx.agent, ctx.session_id, FAILED, f"adapter error: {exc!r}")
     touched = changed_protected(guard, ctx)
     if touched:
@@ -364,7 +367,7 @@ class hidden_eval:
     """Keep runs/NAME/eval/ unreadable while a CLI without read rules (codex, command) runs
     (DESIGN.md: evaluation is walled off). A chmod is no barrier for root: there `wrap` runs the
     CLI in its own mount namespace with the folder covered by an empty tmpfs and no capabilities
-    left to uncover it (issue 9, item 5), where unshare and setpriv work."""
+    left to uncover it (tests/faults/test_fault_agent_reach.py), where unshare and setpriv work."""
 
     def __init__(self, ctx: SessionContext):
         self.path, self.mode = ctx.exp_dir / "eval", None

@@ -1,6 +1,6 @@
 """Claude Code as the meta-agent: `claude -p` with the EAU skill, isolated settings and narrow tools.
 
-Facts seen with claude-code 2.1.197 (issue 7) that shape the command line:
+Facts seen running claude-code 2.1.197 that shape the command line (tests/fakes/claude mimics it):
 - under `--setting-sources ""` no project skill is found, so the skill goes in through
   `--append-system-prompt-file`; our own `--settings FILE` carries the permission rules;
 - `--allowedTools` takes every word after it, so the prompt comes before it;

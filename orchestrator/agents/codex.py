@@ -1,11 +1,11 @@
 """Codex as the meta-agent: `codex exec --sandbox workspace-write -C <workspace> --json -o FILE`.
 
-Facts seen with codex-cli 0.171.0 (issue 7): `--full-auto` is gone (exit 2); the workspace-write
-sandbox keeps `.git` read-only, so Codex edits files and leaves a last message, and this adapter
-commits the edits with that message (DESIGN.md, "Interfaces"); it ignores OPENAI_BASE_URL, so a
-base URL goes in as `-c openai_base_url=...`; without a network it never gives up, so the
-wall-clock limit is what ends it; without `--json` it prints nothing on stdout; it waits on an
-open stdin. Codex has no system-prompt flag: the skill's text leads the prompt.
+Facts seen running codex-cli 0.171.0 (tests/fakes/codex mimics it): `--full-auto` is gone (exit 2);
+the workspace-write sandbox keeps `.git` read-only, so Codex edits files and leaves a last message,
+and this adapter commits the edits with that message (DESIGN.md, "Interfaces"); it ignores
+OPENAI_BASE_URL, so a base URL goes in as `-c openai_base_url=...`; without a network it never
+gives up, so the wall-clock limit is what ends it; without `--json` it prints nothing on stdout; it
+waits on an open stdin. Codex has no system-prompt flag: the skill's text leads the prompt.
 """
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ def _resolve(spec: str, override: str | None) -> dict:
 
 def _read_jsonl(path: Path) -> list[dict]:
     """Whole JSON objects of a JSON-lines file; a corrupt or torn line is skipped with a warning
-    (a trainer killed mid-write leaves a half line; issue 9)."""
+    (a trainer killed mid-write leaves a half line)."""
     out = []
     if path.exists():
         for n, raw in enumerate(path.read_text(errors="replace").splitlines(), 1):

@@ -1,5 +1,5 @@
 """Helpers for the meta-agent tests: a real temporary workspace repository and synthetic run logs
-in the trainer's formats (DESIGN.md, "The trainer subprocess"; issue 7's metric and episode keys)."""
+in the trainer's formats (DESIGN.md, "The trainer subprocess": its metric and episode keys)."""
 from __future__ import annotations
 
 import json

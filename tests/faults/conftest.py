@@ -1,4 +1,4 @@
-"""Fault suite (issue 9): faults tried on purpose. The helpers of the trainer and gate tests
+"""Fault suite: faults tried on purpose. The helpers of the trainer and gate tests
 (toy_env, gate_testkit) live beside those tests; put their folders on the import path."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 9, item 5: what a meta-agent session can reach. The session is the `command` adapter
+"""What a meta-agent session can reach. The session is the `command` adapter
 running a hostile shell script in the workspace (any CLI can do what a shell can), through
 `orchestrator.agents.base.run_session`, on an experiment made by `init_experiment` (real hooks):
 

@@ -1,4 +1,4 @@
-"""Commit load (issue 9, item 7), the parts that keep the trainer's step time: a hot reload reuses
+"""Commit load, the parts that keep the trainer's step time: a hot reload reuses
 the sandboxed worker of a reward module whose source did not change (and still picks up one that
 did, and a weight change), and the live-ref watcher is not woken by a commit's object writes.
 The whole load is measured by benchmarks/commit_load_bench.py."""

@@ -1,4 +1,4 @@
-"""Issue 9, item 6: disk and data faults.
+"""Disk and data faults.
 
 - A full disk while a checkpoint is written leaves the previous checkpoint whole and usable
   (resume works from it), leaves no temporary folder, and the trainer says so (an event and a

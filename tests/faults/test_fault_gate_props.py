@@ -1,4 +1,4 @@
-"""Issue 9, item 3: bad writes, generated. Hypothesis makes random and mutated knob files, schema
+"""Bad writes, generated. Hypothesis makes random and mutated knob files, schema
 edits and rule files (seeded: ``); for each the gate
 
 - never crashes (every check returns reasons, never raises);

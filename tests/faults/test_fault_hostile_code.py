@@ -1,4 +1,4 @@
-"""Issue 9, item 4: hostile code in reward modules and in ColBench answers.
+"""Hostile code in reward modules and in ColBench answers.
 
 Each attack (infinite loop, memory bomb, fork bomb, huge output, reading the user's home, the
 workspace's .git or the eval folder, writing a file, opening a socket, importing the trainer's

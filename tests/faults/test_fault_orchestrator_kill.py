@@ -1,4 +1,4 @@
-"""Issue 9, item 2: the orchestrator killed (SIGKILL) while a meta-agent session runs, and while
+"""The orchestrator killed (SIGKILL) while a meta-agent session runs, and while
 the gate judges a commit; `orchestrator start --exp NAME` again picks up: every commit on main
 judged once, the live ref never at an unjudged commit, no agent or trainer process of the killed
 orchestrator left running.

@@ -1,4 +1,4 @@
-"""Issue 9, item 1: the trainer SIGKILLed at random points (during rollout, during the update,
+"""The trainer SIGKILLed at random points (during rollout, during the update,
 during a checkpoint write), 20 times, seeded. After every kill the supervisor restarts it from the
 newest whole checkpoint; metrics.jsonl never keeps a half line or a step twice; the live commit in
 effect after the restart is the one in effect before the crash (the live ref is moved on purpose

@@ -1,4 +1,4 @@
-"""The write gate on real temporary git repositories (issue 2, "What must show")."""
+"""The write gate on real temporary git repositories (DESIGN.md, "The experiment workspace")."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Background work yields the CPU to the trainer (orchestrator/priority.py; issue 9, item 7): a
+"""Background work yields the CPU to the trainer (orchestrator/priority.py): a
 session's thread and what it starts run at SCHED_IDLE on Linux, the gate watcher's thread and the
 git hooks at nice 19 (an agent's hooks stay at SCHED_IDLE), the trainer at normal priority;
 EAU_BACKGROUND_PRIORITY=off switches it off."""

@@ -43,7 +43,7 @@ def test_polling_alone_catches_a_commit(tmp_path, monkeypatch):
 
 
 def test_a_commit_landing_right_after_a_judgement_is_judged(tmp_path, monkeypatch):
-    """Issue 9, item 7: under load a commit can land between the end of a judgement and the
+    """Under commit load a commit can land between the end of a judgement and the
     watcher's next look at main; it must be judged without waiting for yet another commit."""
     from orchestrator import gate
 

@@ -1,4 +1,4 @@
-"""The trainer over two gloo processes under torchrun (issue 11, item 4), against one process.
+"""The trainer over two gloo processes under torchrun, against one process.
 
 What a user depends on: `trainer.parallel` ddp or fsdp with `trainer.nproc_per_node` 2, started
 the way the orchestrator starts it (orchestrator.supervisor: torchrun), trains the same model as
@@ -236,7 +236,7 @@ def test_two_processes_reload_and_stop_together(tmp_path, tiny_model_dir):
 
 @pytest.mark.gpu
 def test_torchrun_world_size_one_fsdp_trainer_on_gpu(tmp_path, tiny_model_dir):
-    """Issue 11: the trainer's parallel path through torchrun on one GPU (the device machine; never
+    """The trainer's parallel path through torchrun on one GPU (the device machine; never
     CI) trains exactly as the plain one-process trainer on the same GPU."""
     import subprocess
 

@@ -3,7 +3,7 @@
 Greedy output of the fast decode loop equals Hugging Face's plain `generate` token for token (on
 the CPU the loop runs eagerly; on CUDA, as graph replays: the gpu-marked test); stop ids cut the
 output after the first stop; seeded sampling repeats; top-p keeps only the nucleus. The prompt is
-prefilled in chunks, so no tensor of a generate call grows with prompt x context (issue 15: a dense
+prefilled in chunks, so no tensor of a generate call grows with prompt x context (a dense
 (B, 1, P, L) mask asked for 23.32 GiB in an evaluation on the H200).
 """
 from __future__ import annotations

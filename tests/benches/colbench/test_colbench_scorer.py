@@ -1,4 +1,4 @@
-"""ColBench scorer on hand-made answers: Pass/Success as defined in issue 5, every failure mode
+"""ColBench scorer on hand-made answers: Pass/Success as scorer.py defines them, every failure mode
 contained in the sandbox, and the caller (this test process) unharmed."""
 from __future__ import annotations
 

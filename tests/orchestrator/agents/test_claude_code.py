@@ -1,4 +1,4 @@
-"""The claude-code adapter against a fake `claude` that behaves like 2.1.197 (issue 7): its flags,
+"""The claude-code adapter against a fake `claude` that behaves like the real 2.1.197: its flags,
 commits under the session's identity, hangs killed at the time limit, writes outside the workspace
 denied, no credentials, eval folder unreadable."""
 import json

@@ -1,4 +1,4 @@
-"""The codex adapter against a fake `codex` that behaves like 0.171.0 (issue 7): `exec --sandbox
+"""The codex adapter against a fake `codex` that behaves like the real 0.171.0: `exec --sandbox
 workspace-write -C WS --json -o FILE`, no --full-auto, .git read-only so the adapter commits with
 the agent's last message, hangs killed, writes outside refused by the sandbox, no credentials."""
 import json

@@ -1,4 +1,4 @@
-"""ColBench backend programming (paper appendix B; issue 5): write a Python function from an
+"""ColBench backend programming (paper appendix B): write a Python function from an
 underspecified description by asking a collaborator who holds the reference; hidden tests score it.
 
 Files (same layout as the other benches):

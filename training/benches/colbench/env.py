@@ -1,7 +1,7 @@
 """The ColBench episode: the agent talks with a collaborator who privately holds the reference
 function, then submits code with `I WANT TO ANSWER:`; hidden tests score it (scorer.py).
 
-Turn loop (paper appendix B; issue 5), at most `env.colbench.max_steps` agent turns:
+Turn loop (paper appendix B), at most `env.colbench.max_steps` agent turns:
 - A message without the answer marker goes to the collaborator, whose reply (symbolic rules or
   LLM) is the next observation, cut at `env.colbench.human_response_char_limit` characters; an
   LLM reply is also cut to its first two sentences.

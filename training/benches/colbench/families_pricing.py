@@ -2,8 +2,8 @@
 
 Each family draws its hidden parameters (units, rates, thresholds, sentinel values, rounding)
 from a seeded `random.Random` and writes the reference, the hidden test calls and the facts from
-the same parameters. The description names the function and its arguments but leaves out what
-the collaborator must be asked about (issue 5).
+the same parameters. The description names the function and its arguments but leaves out the
+hidden parameters, which the agent learns only by asking the collaborator.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Score a ColBench answer: run the hidden test calls on the reference and on the agent's code,
 each in its own sandboxed process (training/sandbox.py), and compare the outputs.
 
-Definitions (issue 5; ColBench backend programming):
+Definitions (ColBench backend programming, paper appendix B: Pass and Succ.):
   a test COUNTS when the reference call returns a value other than None (a raising reference or a
   None output never counts); it PASSES when the answer's call returns an equal value.
   Pass    = passed / counted (0.0 when nothing counts)
@@ -114,7 +114,8 @@ REFERENCES = ReferenceCache()
 
 def escape_kind(results: list[SandboxResult]) -> str | None:
     """"forbidden" when the code tried to leave the sandbox (even if it caught the refusal),
-    "exit" when it ended its own process (sys.exit, exit(), os._exit): both score 0 (issue 5)."""
+    "exit" when it ended its own process (sys.exit, exit(), os._exit): both score 0, so leaving
+    the sandbox never pays."""
     if any(r.kind == "forbidden" for r in results):
         return "forbidden"
     if any((r.error or "").startswith("SystemExit") or

@@ -4,14 +4,14 @@ A family (families_*.py) draws a few parameters from a seeded `random.Random` an
 `Spec`: the underspecified description the agent sees, the reference function (the collaborator's
 private artifact), the hidden test calls, and the hidden facts that the reference implies. The
 facts are written from the same parameters that wrote the reference, so they cannot disagree
-with it (issue 5: "hidden facts derived from the reference").
+with it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Fact kinds the shipped data uses (the symbolic user's kind filter names these; issue 5 and the
-# paper's A.2 `reveal_return_shape` defect: every kind the data has must be filterable).
+# Fact kinds the shipped data uses (the symbolic user's kind filter names these; the paper's
+# A.2 `reveal_return_shape` defect: every kind the data has must be filterable).
 FACT_KINDS = ("argument", "return", "shape", "edge_case", "rule")
 
 
