@@ -312,15 +312,18 @@ def check_start(cfg: Config, workspace: Path | str, knobs: dict[str, Any] | None
     whose tokenizer.json is not at hand; the trainer checks those."""
     import dataclasses
 
-    from training.benches import BENCH_NAMES, get_bench
+    from training.benches import BENCH_NAMES, TaskDataError, get_bench, load_bench_tasks
     from training.snapshot import Snapshot
 
     folder = tokenizer_folder(cfg.model.path)
     if cfg.bench not in BENCH_NAMES or folder is None:
         return
     bench = get_bench(cfg.bench)
-    tasks = bench.load_tasks(cfg.data.split, gyms=list(cfg.gyms) or list(
-        getattr(bench, "train_gyms", None) or bench.gyms))
+    try:
+        tasks = load_bench_tasks(bench, cfg.data.split, list(cfg.gyms) or list(
+            getattr(bench, "train_gyms", None) or bench.gyms), cfg.data.data_dir)
+    except TaskDataError as exc:
+        raise ConfigError(str(exc)) from None
     snapshot = Snapshot.from_dir(workspace)
     if knobs is not None:
         snapshot = dataclasses.replace(snapshot, knobs=knobs)

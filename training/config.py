@@ -32,6 +32,9 @@ class DataConfig:
     """Prompts (tasks) per PPO step; each is rolled out `rollout.n` times."""
     split: str = "train"
     """Task split the trainer samples from (evaluation is walled off, DESIGN.md)."""
+    data_dir: str = ""
+    """A folder of the bench's original files (UserRL's repository, ColBench's JSONL, tau2-bench's
+    repository or its data/tau2/domains); "" = the tasks shipped in the project."""
 
 
 @dataclass(frozen=True)

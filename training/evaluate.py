@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +60,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from training.benches import TaskDataError, load_bench_tasks, unrunnable
 
 PROJECT_WORKSPACE = Path(__file__).resolve().parents[1] / "workspace"
 DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "response_length": 1024,
@@ -256,6 +259,8 @@ class EvalSpec:
                                      # (packaged SmolLM2), a model folder, or "none" (symbolic only)
     max_turns: int | None = None     # overrides the protocol's turn limit (a deviation)
     max_new_tokens: int | None = None  # overrides its tokens per turn, response_length (a deviation)
+    data_dir: str | None = None      # the bench's original files (UserRL, ColBench, tau2-bench)
+                                     # instead of the tasks shipped in the project
 
 
 def apply_overrides(protocol: dict[str, Any], spec: EvalSpec) -> dict[str, Any]:
@@ -455,6 +460,9 @@ def eval_id(spec: EvalSpec, run: str | None, step: int | None, model: str | None
     tail = f"-first{spec.episodes}" if spec.episodes else ""
     tail += f"-turns{spec.max_turns}" if spec.max_turns is not None else ""
     tail += f"-tokens{spec.max_new_tokens}" if spec.max_new_tokens is not None else ""
+    if spec.data_dir:                   # another folder's tasks never overwrite the shipped ones'
+        folder = str(Path(spec.data_dir).expanduser().resolve())
+        tail += "-data" + hashlib.sha1(folder.encode()).hexdigest()[:8]
     return f"{what}-{spec.bench.replace(':', '_')}-{spec.split}-seed{spec.seed}{tail}"
 
 
@@ -480,8 +488,17 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     protocol = dict(bench.eval_protocol)
     split = spec.split or protocol.get("split", "test")
     proto_gyms = protocol.get("gyms")
-    tasks = list(bench.load_tasks(split, gyms=list(proto_gyms)) if proto_gyms
-                 else bench.load_tasks(split))
+    try:
+        loaded = load_bench_tasks(bench, split, list(proto_gyms) if proto_gyms else None,
+                                  spec.data_dir, strict=False)
+    except TaskDataError as exc:
+        raise EvalError(str(exc)) from None
+    # original files that lack what a gym needs (UserRL ships no TravelGym option database):
+    # those tasks are left out and the summary says so, as a deviation from the protocol
+    skipped = {g: {"tasks": n, "why": why} for g, (n, why) in unrunnable(loaded).items()}
+    skipped.update({g: {"tasks": 0, "why": "the data folder holds no such tasks"}
+                    for g in (proto_gyms or ()) if not any(t.gym == g for t in loaded)})
+    tasks = [t for t in loaded if t.data.get("runnable", True) is not False]
     if not tasks:
         raise EvalError(f"bench {spec.bench} has no tasks in split {split!r}.")
     all_tasks = len(tasks)
@@ -508,7 +525,11 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
                "model": model, "checkpoint": str(checkpoint) if checkpoint else None,
                "run": run, "run_index": int(run.split("-")[1]) if run else None, "step": step,
                "per_gym": summarize(records), "protocol": protocol,
-               "deviations": deviations(protocol, spec, all_tasks, len(tasks)),
+               # where the tasks came from: a different task set is a different table
+               "data": str(Path(spec.data_dir).expanduser().resolve()) if spec.data_dir else "shipped",
+               "deviations": deviations(protocol, spec, all_tasks, len(tasks)) + (
+                   [{"setting": "gyms", "protocol": list(proto_gyms or gyms),
+                     "used": list(gyms), "left_out": skipped}] if skipped else []),
                "knobs": {"env": {g: snapshot.knobs["env"][g] for g in gyms},
                          "user": {g: snapshot.knobs.get("user", {}).get(g) for g in gyms}},
                "user_llm": (spec.user_llm if llm is not None else
@@ -546,6 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="override the protocol's new tokens a turn (recorded as a deviation)")
     p.add_argument("--device", default="auto")
+    p.add_argument("--data-dir", default=None,
+                   help="the bench's original files instead of the shipped tasks")
     p.add_argument("--user-llm", default="default",
                    help="LLM user where the protocol has an LLM arm: default, a folder, or none")
     p.add_argument("--out-root", required=True, help="the experiment's eval/ folder")
@@ -567,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     spec = EvalSpec(bench=a.bench, split=a.split, seed=a.seed, episodes=a.episodes,
                     batch_size=a.batch_size, device=a.device, user_llm=a.user_llm,
-                    max_turns=a.max_turns, max_new_tokens=a.max_new_tokens)
+                    max_turns=a.max_turns, max_new_tokens=a.max_new_tokens, data_dir=a.data_dir)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _interrupted)
     try:

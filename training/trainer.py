@@ -67,6 +67,7 @@ import torch
 from training import budget, checkpoint, live, metrics, rewards
 from training import distributed as D
 from training import hold as hold_mod
+from training.benches import TaskDataError, load_bench_tasks
 from training.config import Config, ConfigError
 from training.policy import Models, ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, rollout, start_episode
@@ -134,7 +135,11 @@ class Trainer:
         self.main = self.dist.is_main
         self.bench = load_bench(self.cfg.bench)
         self.gyms = tuple(self.cfg.gyms) or train_gyms(self.bench)
-        self.tasks = self.bench.load_tasks(self.cfg.data.split, gyms=list(self.gyms))
+        try:
+            self.tasks = load_bench_tasks(self.bench, self.cfg.data.split, self.gyms,
+                                          self.cfg.data.data_dir)
+        except TaskDataError as exc:
+            raise ConfigError(str(exc)) from None
         if not self.tasks:
             raise ConfigError(f"bench {self.cfg.bench} has no {self.cfg.data.split} tasks for "
                               f"gyms {', '.join(self.gyms)}: check the `gyms` of config.json.")

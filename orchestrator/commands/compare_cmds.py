@@ -2,6 +2,7 @@
 evaluation, one table (orchestrator/compare.py says what it runs and why)."""
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -45,6 +46,8 @@ def register(sub) -> None:
                    help="evaluation turn limit (a deviation from the protocol, recorded)")
     p.add_argument("--eval-max-new-tokens", type=int, default=None, metavar="N",
                    help="evaluation tokens a turn (a deviation from the protocol, recorded)")
+    p.add_argument("--data-dir", default=None, metavar="FOLDER",
+                   help="train and evaluate on the bench's original files instead of the shipped tasks")
     p.add_argument("--user-llm", default=None,
                    help="evaluation LLM user: default, a model folder, or none (symbolic arm only)")
     p.set_defaults(func=cmd_compare)
@@ -63,10 +66,18 @@ def cmd_compare(args) -> int:
             eval_args += [f"--{flag.replace('_', '-')}", str(value)]
     if args.user_llm:
         eval_args += ["--user-llm", args.user_llm]
+    sets = list(args.set)
+    if args.data_dir:                  # the same task files for training and for evaluation
+        folder = Path(args.data_dir).expanduser().resolve()
+        if not folder.is_dir():
+            raise UserError(f"--data-dir {args.data_dir} is not a folder: give the folder of the "
+                            f"bench's original files.")
+        sets.append(f"data.data_dir={json.dumps(str(folder))}")
+        eval_args += ["--data-dir", str(folder)]
     root = runs_dir(args.runs_dir)
     spec = CompareSpec(name=args.name or f"compare-{args.bench}", bench=args.bench, methods=methods,
                        seeds=args.seeds, steps=args.steps, preset=args.preset, model=args.model,
-                       sets=tuple(args.set), knobs=tuple(args.knob), every=args.every,
+                       sets=tuple(sets), knobs=tuple(args.knob), every=args.every,
                        window=args.window, max_lag=args.max_lag, parallel=args.parallel,
                        device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root))
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])

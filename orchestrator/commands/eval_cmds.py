@@ -74,6 +74,9 @@ def register(subparsers) -> None:
                    help="evaluate an untrained model instead of a checkpoint: 'default' (the "
                         "packaged SmolLM2) or a model folder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--data-dir", default=None, metavar="FOLDER",
+                   help="evaluate on the bench's original files (UserRL's repository, ColBench's "
+                        "JSONL, tau2-bench's repository) instead of the tasks shipped here")
     p.add_argument("--user-llm", default="default",
                    help="the LLM user where the bench's protocol has an LLM arm: 'default' (the "
                         "packaged SmolLM2), a model folder, or 'none' (symbolic arm only)")
@@ -204,6 +207,8 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
     for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
         if getattr(args, flag) is not None:
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    if getattr(args, "data_dir", None):
+        cmd += ["--data-dir", str(Path(args.data_dir).expanduser().resolve())]
     if t.checkpoint is not None:
         cmd += ["--checkpoint", str(t.checkpoint), "--run", str(t.run), "--step", str(t.step)]
     else:

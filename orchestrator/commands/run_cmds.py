@@ -61,6 +61,9 @@ def register(sub) -> None:
     p.add_argument("--max-lag", type=int, default=None, metavar="N",
                    help="the trainer waits at a step boundary for a session still running N steps "
                         "after it began, so its fix is trained on (default: never waits)")
+    p.add_argument("--data-dir", default=None, metavar="FOLDER",
+                   help="train on the bench's original files (UserRL's repository, ColBench's JSONL, "
+                        "tau2-bench's repository) instead of the tasks shipped here (data.data_dir)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, dotted (e.g. --set data.train_batch_size=4)")
     p.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
@@ -143,7 +146,9 @@ def cmd_start(args) -> int:
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,
                         budget_usd=args.budget_usd, max_lag=args.max_lag,
-                        overrides=parse_sets(args.set), trainer=args.trainer_module,
+                        overrides={**parse_sets(args.set), **(
+                            {"data.data_dir": str(Path(args.data_dir).expanduser().resolve())}
+                            if args.data_dir else {})}, trainer=args.trainer_module,
                         seed_knobs=parse_sets(args.knob, flag="--knob"))
     _check_agent(args.agent, opts.agent_cmd, args.require_agent)
     stop = threading.Event()

@@ -29,7 +29,14 @@ def test_batch_size_and_quicker_settings_reach_the_evaluation(tmp_path):
         assert cmd[cmd.index(flag) + 1] == value
     plain = eval_cmds.eval_command(t, "usergym", cli.build_parser().parse_args(
         ["eval", "--model", "default", "--bench", "usergym"]))
-    assert not {"--batch-size", "--max-turns", "--max-new-tokens", "--episodes"} & set(plain)
+    assert not {"--batch-size", "--max-turns", "--max-new-tokens", "--episodes", "--data-dir"} & set(plain)
+    # a data folder reaches the evaluation as an absolute path (the child runs from the project)
+    data = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
+                                          "--data-dir", str(tmp_path / "userrl")])
+    cmd = eval_cmds.eval_command(t, "usergym", data)
+    assert cmd[cmd.index("--data-dir") + 1] == str((tmp_path / "userrl").resolve())
+    start = cli.build_parser().parse_args(["start", "--bench", "usergym", "--data-dir", "x"])
+    assert start.data_dir == "x"
 
 
 @pytest.mark.parametrize("flag", ["--batch-size", "--max-turns", "--max-new-tokens"])

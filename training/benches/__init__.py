@@ -47,10 +47,24 @@ class TaskDataError(ValueError):
     """A bench's tasks cannot be read from the folder a user named; the message says which."""
 
 
-def load_bench_tasks(bench, split: str | None, gyms, data_dir: str | None = None) -> list:
+def unrunnable(tasks) -> dict[str, tuple[int, str]]:
+    """gym -> (how many, why) of tasks that cannot run offline: loaded from original files that
+    lack what the environment needs (UserRL ships no TravelGym option database, for one)."""
+    out: dict[str, tuple[int, str]] = {}
+    for t in tasks:
+        if t.data.get("runnable", True) is False:
+            n, why = out.get(t.gym, (0, str(t.data.get("why") or "not runnable offline")))
+            out[t.gym] = (n + 1, why)
+    return out
+
+
+def load_bench_tasks(bench, split: str | None, gyms, data_dir: str | None = None, *,
+                     strict: bool = True) -> list:
     """`bench.load_tasks` with a user's data folder checked first: one sentence naming what is
-    missing (the folder, or the gyms it holds no `split` tasks for) instead of a traceback or an
-    empty run. `data_dir` "" or None: the tasks shipped in the project."""
+    missing (the folder, the gyms it holds no `split` tasks for, the tasks it holds that cannot
+    run) instead of a traceback or an empty run. `data_dir` "" or None: the tasks shipped in the
+    project. `strict=False` (the evaluation, which records them as deviations): gyms without tasks
+    and tasks that cannot run are returned as found, not refused."""
     gyms = list(gyms) if gyms else None
     if not data_dir:
         return list(bench.load_tasks(split, gyms=gyms) if gyms else bench.load_tasks(split))
@@ -61,10 +75,19 @@ def load_bench_tasks(bench, split: str | None, gyms, data_dir: str | None = None
                             f"tau2-bench's repository).")
     try:
         tasks = list(bench.load_tasks(split, gyms=gyms, data_dir=folder))
-    except (OSError, ValueError, KeyError) as exc:
-        raise TaskDataError(f"{bench.name} tasks cannot be read from {folder}: {exc}") from None
+    except ValueError as exc:            # the loaders' own sentence (which folder they expect)
+        raise TaskDataError(str(exc)) from None
+    except (OSError, KeyError) as exc:
+        raise TaskDataError(f"{bench.name} tasks cannot be read from {folder}: {exc}.") from None
+    if not strict:
+        return tasks
     missing = [g for g in (gyms or bench.gyms) if not any(t.gym == g for t in tasks)]
     if missing:
         raise TaskDataError(f"{folder} holds no {split} tasks for {', '.join(missing)}: add their "
                             f"files or leave those gyms out (--set 'gyms=[...]').")
+    bad = unrunnable(tasks)
+    if bad:
+        raise TaskDataError(f"{folder}'s " + "; ".join(f"{g} tasks ({n}) cannot run: {why}"
+                                                       for g, (n, why) in sorted(bad.items()))
+                            + ": leave those gyms out (--set 'gyms=[...]').")
     return tasks
