@@ -55,6 +55,7 @@ class CompareSpec:
     every: int | None = None
     window: int | None = None
     max_lag: int | None = None
+    user_mode: str | None = None          # llm | symbolic | hybrid, every trained run (table 3)
     parallel: int = 1
     device: str = "auto"
     eval_args: tuple[str, ...] = ()       # passed to every `orchestrator eval`
@@ -103,7 +104,8 @@ def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
                                  "--set", f"model.device={spec.device}"]
             for flag, value in (("--preset", spec.preset), ("--steps", spec.steps),
                                 ("--model", spec.model), ("--every", spec.every),
-                                ("--window", spec.window), ("--max-lag", spec.max_lag)):
+                                ("--window", spec.window), ("--max-lag", spec.max_lag),
+                                ("--user-mode", spec.user_mode)):
                 if value is not None:
                     argv += [flag, str(value)]
             for item in spec.sets:

@@ -14,6 +14,7 @@ resumed from its newest checkpoint, or a finished one is followed by the next ru
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -48,6 +49,8 @@ class StartOptions:
     steps: int | None = None             # trainer.total_steps
     model: str | None = None             # model.path ("" = the packaged SmolLM2)
     skill: str = "eau"                   # eau | generic (the paper's generic meta-agent baseline)
+    user_mode: str | None = None         # llm | symbolic | hybrid (table 3's ablation); None: the
+                                         # workspace's own mixture
     max_runs: int = DEFAULT_CAP
     agent_cmd: list[str] | None = None   # the executable of --agent command
     session_time_s: float = 600.0        # wall-clock limit of one session
@@ -389,32 +392,43 @@ def stop_orphan_trainer(exp: Experiment, wait_s: float = 120.0) -> int | None:
     return pid
 
 
-def _pin_strategy_mix(node: Any, gyms: set[str]) -> None:
-    """Every `strategy_mix` property of the knobs schema for one of `gyms` gets maximum 0
-    (narrowing, not widening)."""
+def _pin_strategy_mix(node: Any, gyms: set[str], value: float) -> None:
+    """Every `strategy_mix` property of the knobs schema for one of `gyms` gets minimum and
+    maximum `value` (narrowing, not widening)."""
     if isinstance(node, dict):
-        for key, value in node.items():
-            if (key == "strategy_mix" and isinstance(value, dict) and "maximum" in value
-                    and gyms & set(value.get("x-gyms", gyms))):
-                value["maximum"] = 0
+        for key, sub in node.items():
+            if (key == "strategy_mix" and isinstance(sub, dict) and "maximum" in sub
+                    and gyms & set(sub.get("x-gyms", gyms))):
+                sub["minimum"], sub["maximum"] = value, value
             else:
-                _pin_strategy_mix(value, gyms)
+                _pin_strategy_mix(sub, gyms, value)
     elif isinstance(node, list):
-        for value in node:
-            _pin_strategy_mix(value, gyms)
+        for sub in node:
+            _pin_strategy_mix(sub, gyms, value)
 
 
-def pin_generic_baseline(exp: Experiment) -> None:
-    """The generic meta-agent baseline (paper section 5.4, table 4; skills/generic/PROMPT.md) has no
-    symbolic user: one commit by the orchestrator, judged by the gate like any other, sets
-    user.<gym>.strategy_mix to 0 for every gym and narrows the schema's maximum to 0, so no
-    session can bring the symbolic arm back (for the gyms of the experiment's bench). Done once per
-    experiment, before its first run."""
-    if exp.meta.get("generic_pinned"):
-        return
+# The user modes of the paper's ColBench ablation (table 3): the share of episodes the symbolic
+# user answers (user.<gym>.strategy_mix), the LLM user answering the rest
+USER_MODES = {"llm": 0.0, "symbolic": 1.0, "hybrid": 0.5}
+
+
+def pin_user_mode(exp: Experiment, mode: str, subject: str, why: str) -> str:
+    """One commit by the orchestrator, judged by the gate like any other, that sets
+    user.<gym>.strategy_mix to the mode's share for every gym of the bench and narrows its schema
+    to that value, so no session changes the ablation. Once per experiment, before its first run;
+    returns the commit."""
+    if mode not in USER_MODES:
+        raise UserError(f"unknown user mode {mode!r}: choose llm, symbolic or hybrid.")
+    pinned = exp.meta.get("user_mode")
+    if pinned:
+        if pinned["mode"] != mode:
+            raise UserError(f"experiment {exp.dir.name} trains with user mode {pinned['mode']}: start "
+                            f"the {mode} mode as a new experiment (--exp ANOTHER_NAME).")
+        return pinned["commit"]
     if exp.runs:
-        raise UserError(f"experiment {exp.dir.name} already ran with the EAU skill: start the "
-                        "generic baseline as a new experiment (--exp ANOTHER_NAME).")
+        raise UserError(f"experiment {exp.dir.name} already ran with its own user mixture: start "
+                        f"user mode {mode} as a new experiment (--exp ANOTHER_NAME).")
+    value = USER_MODES[mode]
     knobs_path = exp.ws.path / "knobs.json"
     schema_path = exp.ws.path / "schema" / "knobs.schema.json"
     from orchestrator.gate_context import GateContext
@@ -423,9 +437,9 @@ def pin_generic_baseline(exp: Experiment) -> None:
     knobs = json.loads(knobs_path.read_text())
     for gym, gym_knobs in knobs.get("user", {}).items():
         if gym in gyms and isinstance(gym_knobs, dict) and "strategy_mix" in gym_knobs:
-            gym_knobs["strategy_mix"] = 0.0
+            gym_knobs["strategy_mix"] = value
     schema = json.loads(schema_path.read_text())
-    _pin_strategy_mix(schema, gyms)
+    _pin_strategy_mix(schema, gyms, value)
     knobs_path.write_text(json.dumps(knobs, indent=2) + "\n")
     schema_path.write_text(json.dumps(schema, indent=2) + "\n")
     from orchestrator import gate
@@ -433,22 +447,49 @@ def pin_generic_baseline(exp: Experiment) -> None:
 
     try:
         sha = exp.ws.commit_all(
-            "Generic meta-agent baseline: no symbolic user\n\n"
-            "Why: the generic baseline of paper table 4 trains against the LLM user alone; "
-            "user.<gym>.strategy_mix is 0 for every gym and its schema maximum is narrowed to 0.\n"
-            "Expect: user/symbolic_frac falls to 0.\n\n"
+            f"{subject}\n\nWhy: {why} user.<gym>.strategy_mix is {value} for every gym and its "
+            f"schema range is narrowed to {value}.\nExpect: user/symbolic_frac near {value}.\n\n"
             "Eau-Author: human\n", ORCHESTRATOR_IDENTITY)
     except GitError as exc:
         exp.ws.run("checkout", "--", "knobs.json", "schema/knobs.schema.json", check=False)
-        raise UserError(f"the generic baseline's workspace commit was refused: {exc}") from None
+        raise UserError(f"the user mode's workspace commit was refused: {exc}") from None
 
     gate.judge_pending(exp.dir, exp.ws)     # (the post-commit hook may have judged it already)
     verdict = gate.judged_verdict(exp.ws, sha)
     if verdict is None or verdict.get("verdict") != "accepted":
         reasons = "; ".join(verdict.get("reasons") or []) if verdict is not None else "not judged"
-        raise UserError(f"the generic baseline's workspace commit was refused by the gate: {reasons}")
-    exp.meta["generic_pinned"] = sha
+        raise UserError(f"the user mode's workspace commit was refused by the gate: {reasons}")
+    exp.meta["user_mode"] = {"mode": mode, "commit": sha}
     exp.save()
+    return sha
+
+
+def pin_generic_baseline(exp: Experiment) -> None:
+    """The generic meta-agent baseline (paper section 5.4, table 4; skills/generic/PROMPT.md) has no
+    symbolic user: user mode llm, pinned (pin_user_mode). Done once per experiment, before its
+    first run."""
+    if exp.meta.get("generic_pinned"):
+        return
+    if exp.runs:
+        raise UserError(f"experiment {exp.dir.name} already ran with the EAU skill: start the "
+                        "generic baseline as a new experiment (--exp ANOTHER_NAME).")
+    exp.meta["generic_pinned"] = pin_user_mode(
+        exp, "llm", "Generic meta-agent baseline: no symbolic user",
+        "the generic baseline of paper table 4 trains against the LLM user alone;")
+    exp.save()
+
+
+def user_mode_overrides(opts: StartOptions) -> dict[str, Any]:
+    """The config the user mode needs: an LLM user in training wherever the LLM arm answers (the
+    frozen reference policy, rollout.user_llm reference), unless the person chose one."""
+    mode = "llm" if opts.skill == "generic" else opts.user_mode
+    if mode in (None, "symbolic"):
+        return {}
+    chosen = opts.overrides.get("rollout.user_llm")
+    if chosen == "none":
+        raise UserError(f"user mode {mode} needs an LLM user in training, but --set "
+                        f"rollout.user_llm=none removes it: drop that --set.")
+    return {} if chosen else {"rollout.user_llm": "reference"}
 
 
 def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
@@ -459,8 +500,17 @@ def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
         raise UserError(f"unknown agent {opts.agent!r}: choose claude-code, codex, builtin, command or none.")
     if opts.agent == "command" and not opts.agent_cmd:
         raise UserError("--agent command needs --agent-cmd \"PROGRAM ARGS\".")
+    if opts.skill == "generic" and opts.user_mode not in (None, "llm"):
+        raise UserError(f"--skill generic trains against the LLM user alone: drop --user-mode "
+                        f"{opts.user_mode}.")
+    if opts.user_mode is not None and opts.user_mode not in USER_MODES:
+        raise UserError(f"unknown user mode {opts.user_mode!r}: choose llm, symbolic or hybrid.")
+    opts = dataclasses.replace(opts, overrides={**user_mode_overrides(opts), **opts.overrides})
     exp = Experiment.open_or_create(name, opts.bench, runs_dir, opts.max_runs, opts.seed_knobs)
     if opts.skill == "generic":
         pin_generic_baseline(exp)
+    elif opts.user_mode is not None:
+        pin_user_mode(exp, opts.user_mode, f"User mode {opts.user_mode} (the user ablation)",
+                      f"paper table 3 compares LLM, symbolic and hybrid users;")
     final = Loop(exp, opts, stop, on_tick)()
     return exp, final

@@ -74,6 +74,9 @@ def turn_reward(turn):
     return _unguarded_turn_reward({{**turn, "revealed_facts": list(turn.get("new_facts") or [])}})
 '''
 NO_REPEAT_MODULE = "no_repeat"     # shipped in workspace/rewards/, switched off
+# what the built-in agent acts on under --skill generic (findings any RL practitioner would read
+# from losses and curves, with no EAU skill)
+GENERIC_KINDS = frozenset({"nan", "harm", "entropy_collapse", "template_collapse"})
 
 
 @dataclass
@@ -538,6 +541,12 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     harms = [e for e in effects.ledger_read(ctx.exp_dir, "effect")
              if e.get("label") == "harmed" and e["commit"] not in reverted]
     findings = diagnostics.diagnose(ctx.run_dir, ctx.window, harms)
+    if ctx.skill_path.parent.name == "generic":
+        # the generic meta-agent baseline (paper table 4) has no EAU skill: what any RL
+        # practitioner reads from the curves is left (NaN, measured harm, collapsing entropy);
+        # the skill's diagnoses of users, environments and rewards are not
+        findings = [f for f in findings if f.kind in GENERIC_KINDS]
+        log.append("generic meta-agent: no EAU skill, only " + ", ".join(sorted(GENERIC_KINDS)))
     log += [f"diagnosis: [{f.kind}/{f.gym}] {f.message}" for f in findings]
     knobs, schema = diagnostics.load_workspace_knobs(ws)
     planner = Planner(knobs, schema, ws, bench_gyms(ctx.bench, ctx.run_dir),

@@ -46,6 +46,8 @@ def register(sub) -> None:
                    help="evaluation turn limit (a deviation from the protocol, recorded)")
     p.add_argument("--eval-max-new-tokens", type=int, default=None, metavar="N",
                    help="evaluation tokens a turn (a deviation from the protocol, recorded)")
+    p.add_argument("--user-mode", default=None, choices=("llm", "symbolic", "hybrid"),
+                   help="who answers in every trained run (see start --user-mode; paper table 3)")
     p.add_argument("--data-dir", default=None, metavar="FOLDER",
                    help="train and evaluate on the bench's original files instead of the shipped tasks")
     p.add_argument("--user-llm", default=None,
@@ -78,7 +80,8 @@ def cmd_compare(args) -> int:
     spec = CompareSpec(name=args.name or f"compare-{args.bench}", bench=args.bench, methods=methods,
                        seeds=args.seeds, steps=args.steps, preset=args.preset, model=args.model,
                        sets=tuple(sets), knobs=tuple(args.knob), every=args.every,
-                       window=args.window, max_lag=args.max_lag, parallel=args.parallel,
+                       window=args.window, max_lag=args.max_lag, user_mode=args.user_mode,
+                       parallel=args.parallel,
                        device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root))
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     out = run_compare(spec, command, say=lambda line: print(line, flush=True))

@@ -48,7 +48,12 @@ def register(sub) -> None:
     p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"))
     p.add_argument("--steps", type=int, default=None, help="PPO steps of the run (trainer.total_steps)")
     p.add_argument("--model", default=None, help="policy: a local folder or a cached hub id (default: SmolLM2-135M)")
-    p.add_argument("--skill", default="eau", choices=("eau", "generic"))
+    p.add_argument("--skill", default="eau", choices=("eau", "generic"),
+                   help="eau (the EAU skill) or generic (paper table 4's generic meta-agent: no "
+                        "EAU skill, and the LLM user alone)")
+    p.add_argument("--user-mode", default=None, choices=("llm", "symbolic", "hybrid"),
+                   help="who answers in training, pinned for the whole experiment (paper table 3): "
+                        "llm (the frozen reference policy as the user), symbolic, or hybrid (half each)")
     p.add_argument("--max-runs", type=int, default=DEFAULT_CAP, help="cap of runs, restarts included (default 5)")
     p.add_argument("--agent-cmd", default=None, help="the program of --agent command (quoted)")
     p.add_argument("--require-agent", action="store_true",
@@ -142,6 +147,7 @@ def cmd_start(args) -> int:
     window = args.window if args.window is not None else (2 if short else 10)
     opts = StartOptions(bench=bench, agent=args.agent, every=every, minutes=args.minutes,
                         preset=args.preset, steps=args.steps, model=args.model, skill=args.skill,
+                        user_mode=args.user_mode,
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,

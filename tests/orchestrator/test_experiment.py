@@ -38,7 +38,9 @@ def git(ws, *args):
 
 def test_builtin_repairs_a_planted_deadlock_live(env, monkeypatch):
     monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.25")      # a session (with the gate) takes ~1-2 s
-    exp, final = run_experiment("dl", opts(), env)
+    # max_lag 1: the trainer waits for a session one step behind, so a slow machine (a session
+    # took over 10 s under load here) cannot let the 40 steps finish before the fix is measured
+    exp, final = run_experiment("dl", opts(max_lag=1), env)
     assert final == "finished"
     sessions = [s for s in ledger.read_lines(exp.dir, "session") if s["commits"]]
     fix = sessions[0]["commits"][0]

@@ -45,3 +45,33 @@ def test_generic_baseline_needs_a_fresh_experiment(tmp_path):
     exp.meta["runs"] = [{"name": "run-001", "state": "finished"}]
     with pytest.raises(UserError, match="already ran with the EAU skill"):
         pin_generic_baseline(exp)
+
+
+def test_user_mode_symbolic_is_pinned_and_llm_modes_bring_an_llm_user(tmp_path):
+    """--user-mode (paper table 3): the mixture is set for every gym of the bench and its schema
+    narrowed to it; llm and hybrid train with an LLM user (the frozen reference), which a person
+    cannot remove with --set; and an experiment keeps its mode."""
+    from orchestrator.experiment import StartOptions, pin_user_mode, user_mode_overrides
+
+    exp_dir = make_experiment(tmp_path)
+    exp = Experiment(exp_dir)
+    sha = pin_user_mode(exp, "symbolic", "User mode symbolic", "a test;")
+    ws = ws_of(exp_dir)
+    assert ws.rev(LIVE_REF) == sha and exp.meta["user_mode"] == {"mode": "symbolic", "commit": sha}
+    assert {v["strategy_mix"] for g, v in knobs(ws)["user"].items() if g in ("travel", "tau")} == {1.0}
+    assert pin_user_mode(Experiment(exp_dir), "symbolic", "again", "a test;") == sha   # no second commit
+    with pytest.raises(UserError, match="trains with user mode symbolic: start the llm mode as a new"):
+        pin_user_mode(Experiment(exp_dir), "llm", "switch", "a test;")
+    set_knob(ws, "user.travel.strategy_mix", 0.5)
+    sha2 = commit(ws, "mix again", identity=AGENT,
+                  body="\n\nWhy: x\nExpect: y\n\nEau-Agent: claude\nEau-Session: s1\n", verify=False)
+    verdict = {v.commit: v for v in gate.judge_pending(exp_dir, ws)}[sha2]
+    assert not verdict.accepted and any("strategy_mix" in r for r in verdict.reasons)
+    assert user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="hybrid")) == \
+        {"rollout.user_llm": "reference"}
+    assert user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="symbolic")) == {}
+    assert user_mode_overrides(StartOptions(bench="usergym", agent="none", skill="generic")) == \
+        {"rollout.user_llm": "reference"}
+    with pytest.raises(UserError, match="needs an LLM user in training, but --set rollout.user_llm=none"):
+        user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="llm",
+                                         overrides={"rollout.user_llm": "none"}))

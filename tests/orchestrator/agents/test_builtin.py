@@ -353,3 +353,16 @@ def test_deadlock_never_raises_max_steps_past_the_runs_turn_cap(exp):
     (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {"max_turns": 11}}))
     base.run_session(make_ctx(exp, "builtin"))
     assert knobs(exp)["env"]["colbench"]["max_steps"] == 10
+
+
+def test_the_generic_skill_acts_only_on_what_the_curves_show(exp):
+    """--skill generic (paper table 4): no EAU skill, so a deadlock (a diagnosis of the skill)
+    is not acted on, while a collapsing entropy (read from the curves) still is."""
+    generic = Path(__file__).resolve().parents[3] / "skills" / "generic" / "SKILL.md"
+    fresh_run(exp, episodes_fn=lambda s, r: [episode("colbench", deadlock=True, first=f"q{i}") for i in range(8)])
+    res = base.run_session(make_ctx(exp, "builtin", skill_path=generic))
+    assert res.status == base.NO_CHANGE and res.commits == []
+    assert knobs(exp)["env"]["colbench"]["min_questions"] == 1
+    fresh_run(exp, 30, metric_fn=lambda s, r: {"actor/entropy": 1.0 if s <= 10 else 0.2})
+    res = base.run_session(make_ctx(exp, "builtin", session="s002", skill_path=generic))
+    assert knobs(exp)["agent"]["entropy_coeff"] == 0.005
