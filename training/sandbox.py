@@ -1,19 +1,24 @@
-"""Run untrusted Python (reward modules, ColBench answers, anything an agent wrote) in a separate,
-limited process, never in the caller's (README, "What the sandbox protects against").
+"""Run untrusted Python (reward modules, ColBench answers, rule regexes, anything an agent wrote)
+in a separate, walled-in process, never in the caller's (README, "What the sandbox protects against").
 
 Each child is a fresh `python -I` (isolated: no PYTHONPATH, no user site, no current folder on the
-path, so it cannot import the trainer's modules) started in a new process session inside its own
-temporary folder, with a clean environment. Before the untrusted code runs, the child:
-- sets rlimits: CPU seconds, address space, file size, open files (and processes, which root ignores);
-- installs an audit hook (PEP 578) refusing: opening files outside its folder (reading the Python
-  installation is allowed, so imports work), listing folders outside it, sockets, fork/exec/spawn/
-  subprocess/system, ctypes, signals to other processes, and changing folder;
-- sends fd 1 and 2 to /dev/null and captures `print` through a writer capped at max_output_bytes.
-The parent enforces the wall-clock limit and kills the whole process group on expiry, so anything
-that escaped the hook's fork ban dies with it. Results travel as JSON lines on a dedicated pipe.
-
-Not protected against: code that exhausts the machine's CPU within its own time limit, native
-extension modules that bypass the audit hook (ctypes itself is refused), or kernel bugs.
+path, so it cannot import the trainer's modules) in its own temporary folder, with a clean
+environment, behind four layers (issue 17; PEP 578 says an audit hook alone is not a sandbox):
+1. namespaces (training/isolation.py, bubblewrap): a read-only view of the Python installation
+   and nothing else of the file system but its folder, a private /tmp and /dev/shm, its own PID
+   namespace (nothing outlives the call), no network, its own IPC namespace, no capabilities;
+2. a seccomp filter (libseccomp), loaded by the child before anything untrusted runs: process
+   creation, device nodes, ptrace, sockets, mounts kill the child (kind "forbidden");
+3. rlimits: CPU seconds, address space, file size, open files;
+4. an audit hook (PEP 578) refusing, with a reason the caller sees: files outside its folder
+   (reading the Python installation is allowed, so imports work), folders outside it as
+   descriptors, sockets, fork/exec/spawn/subprocess/system, ctypes, subinterpreters, signals,
+   changing folder or rlimits.
+Where the kernel refuses namespaces, layers 2-4 run alone, and the sandbox says so once on
+stderr (`isolation()`). fd 1 and 2 go to /dev/null; `print` goes to a writer capped at
+max_output_bytes. The parent enforces the wall-clock limit and kills the child at its deadline.
+Results travel as JSON lines on a dedicated pipe and are parsed as untrusted data
+(`parse_result`): anything outside the size, depth and type limits is a failed call.
 """
 from __future__ import annotations
 
@@ -32,6 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from training import isolation as isolation_mod
+
+# A result's value nests at most this deep: ColBench outputs are lists of lists at most a few
+# levels deep; json.loads raised RecursionError near 1,000 levels in the trainer (issue 17).
+MAX_DEPTH = 32
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -39,8 +50,7 @@ class Limits:
     cpu_s: float = 5.0              # CPU seconds (RLIMIT_CPU), for the process's whole life
     memory_mb: int = 512            # address space (RLIMIT_AS)
     max_output_bytes: int = 1_000_000   # what print() may write before the call fails
-    max_procs: int = 0              # extra processes allowed: 0 refuses fork/exec
-    allow_network: bool = False
+    audit_hook: bool = True         # False only in tests that show the OS walls hold on their own
 
 
 @dataclass
@@ -56,74 +66,169 @@ class SandboxResult:
 
 # The child's program: self-contained (the child cannot import ours), written beside the code.
 _CHILD = r'''
-import builtins, io, json, math, os, resource, signal, sys, traceback
+import builtins, io, json, math, os, resource, signal, sys
 RES_FD = int(sys.argv[1]); CFG = json.loads(sys.argv[2])
 HOME = os.path.realpath(os.getcwd())
 ALLOWED_READ = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix,
                  sys.base_exec_prefix, os.path.dirname(os.__file__)}]
-DEV_OK = {"/dev/null", "/dev/urandom", "/dev/random"}
+DEV_OK = ("/dev/null", "/dev/urandom", "/dev/random")
+MAX_DEPTH = CFG["max_depth"]
 
 class Forbidden(Exception): pass
 class OutputLimit(Exception): pass
 ATTEMPTS = []   # refused operations during the current call, even when the code catches Forbidden
 
-def _make_hook(home, allowed_read, allow_network, max_procs):
-    # Everything the hook uses is bound here, once: the untrusted code shares this process, so
-    # module globals (HOME, CFG), os.path.realpath or builtins it could patch are never read
-    # again (a module that set CFG["allow_network"] or patched any() got out; see tests/faults).
-    realpath, fsdecode, sep, attempts, deny_cls = os.path.realpath, os.fsdecode, os.sep, ATTEMPTS, Forbidden
-    is_a, to_str, any_, int_t, bytes_t, str_t = isinstance, str, any, int, bytes, str
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT
-    home_roots, read_roots = (home,), tuple(allowed_read) + (home,)
-    dev_ok = frozenset(DEV_OK)
-    refused = frozenset(("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
-                         "os.chdir", "os.chroot", "os.setuid", "os.putenv", "os.unsetenv",
-                         # reaching the hook's closure: the garbage collector, tracers (which
-                         # could rewrite a running frame's cells)
-                         "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
-                         "gc.get_referents"))
-    procs = frozenset(("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn",
-                       "os.spawn", "subprocess.Popen", "os.startfile"))
-    changes = frozenset(("os.remove", "os.rmdir", "os.rename", "os.mkdir", "os.symlink",
-                         "os.link", "os.truncate", "os.chmod", "os.chown", "shutil.rmtree",
-                         "os.utime"))
+def _load_seccomp(program_hex):
+    """Load the parent's seccomp program (training/isolation.py) into this process, for good:
+    no_new_privs first (the kernel's condition), then PR_SET_SECCOMP; refuse to go on otherwise."""
+    import ctypes
+    prog = bytes.fromhex(program_hex)
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = Fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    if libc.prctl(38, 1, None, 0, 0) != 0:                       # PR_SET_NO_NEW_PRIVS
+        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    if libc.prctl(22, 2, ctypes.addressof(fprog), 0, 0) != 0:    # PR_SET_SECCOMP, MODE_FILTER
+        raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
+    if libc.prctl(21, 0, None, 0, 0) != 2:                       # PR_GET_SECCOMP: 2 = filter
+        raise OSError(0, "the filter is not in force")
 
-    def deny(msg):
-        attempts.append(msg)
-        return deny_cls(msg)
+def _resolve(path, base, lstat, readlink, deny):
+    """The absolute path with every symlink resolved, as the kernel would walk it from `base`
+    (os.path.realpath's result, written with C functions only: realpath is Python code whose
+    module globals the sandboxed code can patch; `posixpath._joinrealpath = ...` got out)."""
+    stack, todo, hops = [], path.split("/")[::-1], 0
+    if not path.startswith("/"):
+        todo += base.split("/")[::-1]
+    while todo:
+        part = todo.pop()
+        if part == "" or part == ".":
+            continue
+        if part == "..":
+            if stack:
+                stack.pop()
+            continue
+        here = "/" + "/".join(stack + [part])
+        try:
+            st = lstat(here)
+        except OSError:
+            stack.append(part)
+            continue
+        if st.st_mode & 0o170000 == 0o120000:                   # S_IFLNK
+            hops += 1
+            if hops > 40:
+                raise deny(f"too many symbolic links in {path!r}")
+            target = readlink(here)
+            if target.startswith("/"):
+                stack = []
+            todo += target.split("/")[::-1]
+        else:
+            stack.append(part)
+    return "/" + "/".join(stack)
 
-    def inside(path, roots):
-        p = realpath(path)
-        for r in roots:
-            if p == r or p.startswith(r + sep):
-                return True
-        return False
+# Audit events with paths, where their paths and dir_fd arguments sit (CPython 3.11's layouts).
+CHANGES = {"os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.mkdir": ((0,), (2,)),
+           "os.rename": ((0, 1), (2, 3)), "os.symlink": ((0, 1), (2,)), "os.link": ((0, 1), (2, 3)),
+           "os.truncate": ((0,), ()), "os.chmod": ((0,), (2,)), "os.chown": ((0,), (3,)),
+           "os.utime": ((0,), (3,)), "shutil.rmtree": ((0,), (1,))}
 
-    def hook(event, args):
+def _make_hook(home, allowed_read):
+    """The audit hook. Everything it uses is bound here, once, as default values (issue 9: a
+    module that set CFG or patched builtins got out), and it makes no closure: a closure's cells
+    are reachable from a refusal's traceback frame and writable (`cell.cell_contents = ...`)."""
+    def hook(event, args, *, _home=(home,), _read=tuple(allowed_read) + (home,), _base=home,
+             _dev_ok=frozenset(DEV_OK), _attempts=ATTEMPTS, _Forbidden=Forbidden,
+             _resolve=_resolve, _lstat=os.lstat, _stat=os.stat, _readlink=os.readlink,
+             _str=str, _bytes=bytes, _int=int, _type=type, _fspath=os.fspath, _len=len,
+             _changes=CHANGES, _write_flags=os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+             _refused=frozenset((
+                 "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
+                 "os.chdir", "os.chroot", "os.setuid", "os.putenv", "os.unsetenv",
+                 "os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                 "subprocess.Popen", "os.startfile", "resource.setrlimit", "resource.prlimit",
+                 # a subinterpreter runs with none of this interpreter's audit hooks
+                 "cpython.PyInterpreterState_New",
+                 # reaching the hook's defaults: the garbage collector, tracers
+                 "sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects",
+                 "gc.get_referrers", "gc.get_referents")),
+             _imports=frozenset(("_posixshmem", "_xxsubinterpreters")),
+             _func_attrs=frozenset(("__code__", "__defaults__", "__kwdefaults__"))):
+        def deny(msg):
+            _attempts.append(msg)
+            return _Forbidden(msg)
+
+        def path_of(p):
+            t = _type(p)
+            if t is _str:
+                return p
+            if t is _bytes:
+                return p.decode("utf-8", "surrogateescape")
+            p = _fspath(p)     # os.PathLike: called once here; the C call took its own copy
+            return p if _type(p) is _str else p.decode("utf-8", "surrogateescape")
+
+        def inside(p, roots):
+            for r in roots:
+                if p == r or p.startswith(r + "/"):
+                    return True
+            return False
+
         if event == "open":
             path, mode, flags = args[0], args[1], args[2]
-            if is_a(path, int_t) or path is None:
+            if path is None or _type(path) is _int:
                 return
-            path = fsdecode(path)
-            writing = (mode and any_(c in to_str(mode) for c in "wax+")) or (flags or 0) & write_flags
-            if path in dev_ok or inside(path, home_roots):
+            path = path_of(path)
+            if path in _dev_ok:
                 return
-            if not writing and inside(path, read_roots):
+            if not path.startswith("/") and ".." in path.split("/"):
+                # "open" carries no dir_fd: a relative ".." is judged from the sandbox folder
+                # while the kernel may walk it from a descriptor's folder (issue 17, class 2)
+                raise deny(f"open {path!r}: '..' in a relative path")
+            real = _resolve(path, _base, _lstat, _readlink, deny)
+            if inside(real, _home):
                 return
+            m = _str(mode) if mode else ""          # no any(): builtins are the code's to patch
+            writing = "w" in m or "a" in m or "x" in m or "+" in m or (flags or 0) & _write_flags
+            if not writing and inside(real, _read):
+                try:
+                    is_dir = _stat(real).st_mode & 0o170000 == 0o040000
+                except OSError:
+                    is_dir = False
+                if not is_dir:
+                    return
+                raise deny(f"open {path!r}: a folder outside the sandbox folder (a descriptor "
+                           f"for dir_fd= calls)")
             raise deny(f"open {path!r} outside the sandbox folder")
         if event in ("os.listdir", "os.scandir") and args and args[0] not in (None, "", "."):
             p = args[0]
-            if not is_a(p, int_t) and not inside(fsdecode(p), read_roots):
+            if _type(p) is not _int and not inside(_resolve(path_of(p), _base, _lstat, _readlink, deny), _read):
                 raise deny(f"list {p!r} outside the sandbox folder")
-        if event.startswith("socket.") and not allow_network:
+            return
+        if event.startswith("socket."):
             raise deny("network access is not allowed")
-        if event in procs and max_procs <= 0:
+        if event in _refused:
             raise deny(f"{event} is not allowed")
-        if event in refused:
-            raise deny(f"{event} is not allowed")
-        if event in changes:
-            for a in args[:2]:
-                if is_a(a, (str_t, bytes_t)) and not inside(fsdecode(a), home_roots):
+        if event == "import" and args[0] in _imports:
+            raise deny(f"import {args[0]} is not allowed")
+        if event == "object.__setattr__" and _len(args) > 1 and args[1] in _func_attrs:
+            raise deny(f"setting a function's {args[1]} is not allowed")
+        where = _changes.get(event)
+        if where is not None:
+            paths, dir_fds = where
+            for i in dir_fds:
+                if i < _len(args) and args[i] not in (None, -1):
+                    raise deny(f"{event} with dir_fd= is not allowed")
+            for i in paths:
+                a = args[i] if i < _len(args) else None
+                if a is None:
+                    continue
+                if _type(a) is _int:
+                    if event == "os.truncate":        # ftruncate: only a file it opened for writing
+                        continue
+                    raise deny(f"{event} on a file descriptor is not allowed")
+                if not inside(_resolve(path_of(a), _base, _lstat, _readlink, deny), _home):
                     raise deny(f"{event} {a!r} outside the sandbox folder")
     return hook
 
@@ -142,11 +247,28 @@ def _limit(kind, value):
     except (ValueError, OSError):
         pass
 
+def _depth(v):
+    """How deep `v` nests, counted without recursion (a deep value must not crash the runner)."""
+    deepest, todo = 0, [(v, 1)]
+    while todo:
+        v, d = todo.pop()
+        if d > deepest:
+            deepest = d
+            if d > MAX_DEPTH:
+                return d
+        if type(v) is dict:
+            todo += [(x, d + 1) for x in v.values()]
+        elif type(v) in (list, tuple):
+            todo += [(x, d + 1) for x in v]
+    return deepest
+
 def _jsonable(v):
+    if _depth(v) > MAX_DEPTH:
+        raise OutputLimit(f"the result nests deeper than {MAX_DEPTH} levels")
     try:
         json.dumps(v, allow_nan=True); return v
     except (TypeError, ValueError):
-        return repr(v)
+        return repr(v)[:CFG["max_output_bytes"]]
 
 def _send(msg):
     data = (json.dumps(msg, allow_nan=True, default=repr) + "\n").encode()
@@ -172,14 +294,17 @@ def _run_one(fn, per_call_s):
     except MemoryError:
         r = {"ok": False, "kind": "memory", "error": "memory limit exceeded"}
     except SystemExit as e:
-        r = {"ok": False, "kind": "exception", "error": f"SystemExit({e.code!r})"}
+        r = {"ok": False, "kind": "exception", "error": f"SystemExit({e.code!r})"[:2000]}
     except BaseException as e:
-        r = {"ok": False, "kind": "exception", "error": f"{type(e).__name__}: {e}"[:2000]}
+        try:
+            r = {"ok": False, "kind": "exception", "error": f"{type(e).__name__}: {e}"[:2000]}
+        except BaseException:         # an exception whose str() raises, or recurses
+            r = {"ok": False, "kind": "exception", "error": type(e).__name__}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     if ATTEMPTS and r["kind"] in ("ok", "exception"):   # a caught Forbidden is still an attempt
-        r = {"ok": False, "kind": "forbidden", "error": ATTEMPTS[0] + " (the code caught the refusal)"}
+        r = {"ok": False, "kind": "forbidden", "error": str(ATTEMPTS[0])[:2000] + " (the code caught the refusal)"}
     r["stdout"] = out.text()[-4000:]
     return r
 
@@ -187,16 +312,25 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1); os.dup2(null, 2)
     sys.__stdout__ = sys.__stderr__ = open(os.devnull, "w")
+    if CFG["seccomp"]:
+        try:
+            _load_seccomp(CFG["seccomp"])
+        except (OSError, ImportError, AttributeError) as e:   # never run the code without it
+            _send({"phase": "load", "ok": False, "kind": "crash",
+                   "error": f"the sandbox could not load its seccomp filter: {e}"})
+            return
     signal.signal(signal.SIGALRM, _on_alarm)
     mem = CFG["memory_mb"] * 1024 * 1024
     _limit(resource.RLIMIT_AS, mem)
     _limit(resource.RLIMIT_CPU, max(1, math.ceil(CFG["cpu_s"])))
     _limit(resource.RLIMIT_FSIZE, max(CFG["max_output_bytes"], 1 << 20))
-    _limit(resource.RLIMIT_NPROC, CFG["max_procs"] + 1 if CFG["max_procs"] > 0 else 1)
+    _limit(resource.RLIMIT_NOFILE, 256)
+    _limit(resource.RLIMIT_NPROC, 1)
     source = open("module.py").read()
     stdin = sys.stdin
     ns = {"__name__": "sandboxed", "__file__": os.path.join(HOME, "module.py")}
-    sys.addaudithook(_make_hook(HOME, ALLOWED_READ, bool(CFG["allow_network"]), int(CFG["max_procs"])))
+    if CFG["audit_hook"]:
+        sys.addaudithook(_make_hook(HOME, ALLOWED_READ))
     load = _run_one(lambda: exec(compile(source, "module.py", "exec"), ns), CFG.get("load_s"))
     _send({"phase": "load", **load})
     if not load["ok"]:
@@ -220,6 +354,7 @@ main()
 
 
 KINDS = ("ok", "exception", "timeout", "memory", "crash", "output_limit", "forbidden")
+_RESULT_KEYS = frozenset(("phase", "ok", "value", "error", "kind", "stdout"))
 
 
 class SandboxError(RuntimeError):
@@ -231,22 +366,87 @@ def _clean_env(workdir: str) -> dict[str, str]:
             "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
 
 
+def _depth(value: Any) -> int:
+    """How deep a parsed result nests, without recursion (stops counting past MAX_DEPTH)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if d > deepest:
+            deepest = d
+            if d > MAX_DEPTH:
+                return d
+        if isinstance(v, dict):
+            todo += [(x, d + 1) for x in v.values()]
+        elif isinstance(v, list):
+            todo += [(x, d + 1) for x in v]
+    return deepest
+
+
+def parse_result(line: bytes) -> tuple[dict | None, str | None]:
+    """(message, None) for a line of the result pipe within the limits, else (None, why).
+
+    Only the untrusted code can put a line outside them there: the runner checks its own
+    results against the same depth limit and sends them through json. So anything else is a
+    forged line (issue 9), and the caller never sees an exception from it: a deeply nested
+    value made `json.loads` raise RecursionError, which crashed the trainer's step, the
+    pre-commit hook and the gate (issue 17, class 5)."""
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, f"not JSON ({type(exc).__name__})"
+    if not isinstance(msg, dict) or not set(msg) <= _RESULT_KEYS:
+        return None, "not a result object"
+    if not isinstance(msg.get("ok"), bool) or msg.get("kind", "ok") not in KINDS:
+        return None, "no ok/kind"
+    if not isinstance(msg.get("error"), (str, type(None))) or not isinstance(msg.get("stdout", ""), str):
+        return None, "error or stdout is not text"
+    if _depth(msg.get("value")) > MAX_DEPTH:
+        return None, f"a value nested deeper than {MAX_DEPTH} levels"
+    return msg, None
+
+
+def _probe(iso: isolation_mod.Isolation) -> str | None:
+    """Why a trivial call fails under `iso`, or None when it works (isolation_mod.isolation)."""
+    child = _Child("def f():\n    return 1\n", Limits(wall_s=30.0, cpu_s=30.0), iso=iso)
+    try:
+        res = child.load if not child.load.ok else child.request(
+            {"op": "call", "func": "f", "args": [], "timeout": 30.0}, 30.0)
+    finally:
+        child.close()
+    if res.ok and res.value == 1:
+        return None
+    if iso.bwrap:
+        return isolation_mod.bwrap_error(iso.bwrap) or res.error or res.kind
+    return res.error or res.kind
+
+
+def isolation() -> isolation_mod.Isolation:
+    """The walls this machine gives the sandbox (found once per process, on first use)."""
+    return isolation_mod.isolation(_probe)
+
+
 class _Child:
     """One sandboxed process: load the module, then answer call/eval requests one at a time."""
 
-    def __init__(self, source: str, limits: Limits, workdir: str | None = None):
+    def __init__(self, source: str, limits: Limits, workdir: str | None = None,
+                 iso: isolation_mod.Isolation | None = None):
         self.limits = limits
+        self.iso = iso or isolation()
         self.own_dir = workdir is None
-        self.dir = workdir or tempfile.mkdtemp(prefix="eau-sandbox-")
+        self.dir = os.path.realpath(workdir or tempfile.mkdtemp(prefix="eau-sandbox-"))
         Path(self.dir, "module.py").write_text(source)
         Path(self.dir, "_runner.py").write_text(_CHILD)
         rfd, wfd = os.pipe()
-        cfg = {"memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s, "max_procs": limits.max_procs,
-               "max_output_bytes": limits.max_output_bytes, "allow_network": limits.allow_network,
-               "load_s": limits.wall_s}
+        cfg = {"memory_mb": limits.memory_mb, "cpu_s": limits.cpu_s, "load_s": limits.wall_s,
+               "max_output_bytes": limits.max_output_bytes, "max_depth": MAX_DEPTH,
+               "audit_hook": limits.audit_hook,
+               "seccomp": self.iso.seccomp.hex() if self.iso.seccomp else None}
+        argv = [sys.executable, "-I", "-X", "utf8", "_runner.py", str(wfd), json.dumps(cfg)]
+        env = _clean_env(self.dir)
+        if self.iso.bwrap:
+            argv = isolation_mod.bwrap_argv(self.iso.bwrap, self.dir, env) + argv
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-X", "utf8", "_runner.py", str(wfd), json.dumps(cfg)],
-            cwd=self.dir, env=_clean_env(self.dir), stdin=subprocess.PIPE,
+            argv, cwd=self.dir, env=env, stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(wfd,),
             start_new_session=True)
         os.close(wfd)
@@ -277,27 +477,37 @@ class _Child:
             elif self.proc.poll() is not None:
                 return self._died(t0)
         line, self.buf = self.buf.split(b"\n", 1)
-        try:
-            msg = json.loads(line)
-            ok = msg["ok"] if isinstance(msg, dict) else None
-        except (ValueError, KeyError):
-            ok = None
-        if not isinstance(ok, bool) or msg.get("kind", "ok") not in KINDS:
-            # only the untrusted code can put a malformed line on the pipe: treat it as an attack
+        msg, why = parse_result(line)
+        if msg is None:
             self.kill()
             return SandboxResult(False, kind="forbidden", wall_s=time.monotonic() - t0,
-                                 error="the code wrote a malformed result on the sandbox's pipe")
-        return SandboxResult(ok=ok, value=msg.get("value"), error=msg.get("error"),
-                             kind=msg.get("kind", "ok"), stdout=str(msg.get("stdout", "")),
+                                 error=f"the code wrote a malformed result on the sandbox's pipe ({why})")
+        return SandboxResult(ok=msg["ok"], value=msg.get("value"), error=msg.get("error"),
+                             kind=msg.get("kind", "ok"), stdout=msg.get("stdout", ""),
                              wall_s=time.monotonic() - t0)
+
+    def _signal(self, code: int) -> int | None:
+        """The signal that ended the child, if one did. Under bwrap the exit status is bwrap's,
+        which reports a child killed by signal S as 128 + S; a child may also exit with such a
+        code itself, which then reads as that signal: it can pass for a CPU timeout or a
+        refusal, never for a success (the call fails either way)."""
+        if code < 0:
+            return -code
+        if self.iso.bwrap and code > 128:
+            return code - 128
+        return None
 
     def _died(self, t0: float) -> SandboxResult:
         code = self.proc.wait()
         self.kill()
-        if code == -signal.SIGXCPU or code == -signal.SIGKILL:
+        sig = self._signal(code)
+        if sig in (signal.SIGXCPU, signal.SIGKILL):
             kind, err = "timeout", f"CPU limit of {self.limits.cpu_s} s exceeded"
-        elif code == -signal.SIGXFSZ:
+        elif sig == signal.SIGXFSZ:
             kind, err = "output_limit", "file size limit exceeded"
+        elif sig == signal.SIGSYS:
+            kind, err = "forbidden", ("the code made a system call the sandbox's seccomp filter "
+                                      "refuses (process creation, device nodes, sockets, ptrace...)")
         else:
             kind, err = "crash", f"sandboxed process exited with code {code}"
         return SandboxResult(False, kind=kind, error=err, wall_s=time.monotonic() - t0)

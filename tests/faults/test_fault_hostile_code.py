@@ -177,8 +177,11 @@ def test_hostile_colbench_answers_score_zero(tmp_path, secrets):
     kinds = {n: s.kind for n, s in scores.items()}
     assert kinds["os_exit"] == "exit"
     for name in ("fork_bomb", "read_home", "list_home", "read_git", "read_eval", "write_file",
-                 "socket", "import_trainer", "patch_builtins", "sandbox_settings", "forge_result"):
+                 "socket", "patch_builtins", "sandbox_settings", "forge_result"):
         assert kinds[name] == "forbidden", (name, kinds[name], scores[name].tests[0].error)
+    # in namespaces the project's folder is not there to be refused: the import finds nothing
+    assert kinds["import_trainer"] == "forbidden" or all(
+        "No module named 'training'" in t.error for t in scores["import_trainer"].tests)
     assert {scores[n].tests[0].kind for n in ("loop", "memory_bomb", "huge_output",
                                                "flood_result_pipe")} <= {
         "timeout", "memory", "output_limit", "crash"}
