@@ -125,6 +125,29 @@ def judge_commit(ws: Workspace, info: CommitInfo, live_tree: str, ctx: GateConte
     return _verdict(info, files, changes, reasons), candidate
 
 
+def judge_or_refuse(ws: Workspace, info: CommitInfo, live_tree: str,
+                    ctx: GateContext) -> tuple[Verdict, str | None]:
+    """judge_commit, where any error while judging is the commit's rejection, with the error as
+    its reason: the commit is noted, reverted and in the ledger like any other refusal, and the
+    next commit is judged (issue 17: a reward module's result that made the gate raise
+    RecursionError left that commit and every later one unjudged, the gate wedged)."""
+    try:
+        return judge_commit(ws, info, live_tree, ctx)
+    except Exception as exc:          # a bug or a hostile input in a check, never the gate's end
+        try:
+            files = ws.changed_paths(live_tree, info.tree)
+        except Exception:
+            files = {}
+        return _verdict(info, files, [], [_error_reason(info.sha, exc)]), None
+
+
+def _error_reason(sha: str, exc: Exception) -> str:
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    text = text if len(text) <= 500 else text[:500] + "..."
+    return (f"commit {sha[:10] if sha else '(staged)'}: the gate could not judge it ({text}); it is "
+            f"refused until a commit the checks can judge replaces it.")
+
+
 @contextmanager
 def gate_lock(exp_dir: Path):
     """One judge at a time per experiment (the watcher, `orchestrator gate`, an agent session)."""
@@ -188,7 +211,7 @@ def _judge_pass(ws: Workspace, ctx: GateContext, exp_dir: Path) -> list[Verdict]
                 f"already judged; add commits on top of main instead of amending, rebasing or resetting."])
             candidate = None
         else:
-            v, candidate = judge_commit(ws, info, live_tree, ctx)
+            v, candidate = judge_or_refuse(ws, info, live_tree, ctx)
         if v.accepted:
             new_live = sha if candidate == info.tree else None     # None: only a tree so far
             live_tree = candidate
@@ -358,6 +381,21 @@ def judge_after_commit(exp_dir: Path, ws: Workspace) -> int:
 
 
 def hook_main(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
+    """A git hook's verdict, in sentences, never a traceback: an error while checking refuses
+    the commit (pre-commit, commit-msg) with the error as its reason; after a commit, it says the
+    gate will judge it later (issue 17: a hostile module's result crashed the pre-commit hook)."""
+    try:
+        return _hook(kind, exp_dir, msg_file)
+    except Exception as exc:
+        if kind == "post-commit":
+            print(f"EAU gate: could not judge the new commit now ({type(exc).__name__}: {exc}); "
+                  f"`orchestrator gate` judges it.", file=sys.stderr)
+            return 0
+        print("EAU gate: commit refused:", f"  - {_error_reason('', exc)}", sep="\n", file=sys.stderr)
+        return 1
+
+
+def _hook(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
     ws = Workspace(Path.cwd())
     if kind == "post-commit":
         return judge_after_commit(Path(exp_dir), ws) if exp_dir else 0

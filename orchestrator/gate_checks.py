@@ -374,11 +374,21 @@ def _values_reason(path: str, fn: str, res) -> str | None:
         what = {"timeout": f"did not return within {REWARD_CALL_S:g} s (the limit)",
                 "memory": "ran out of memory (the limit is 512 MB)"}.get(res.kind, f"failed: {res.error}")
         return f"{path}: {fn} {what} on replayed {'turns' if fn == 'turn_reward' else 'episodes'}."
-    for tname, text in res.value or []:
+    pairs = res.value or []
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and
+                                              all(isinstance(x, str) for x in p) for p in pairs):
+        # the code wrote its own line on the result pipe, within the sandbox's limits
+        return f"{path}: {fn} gave the gate a result it cannot read on replayed turns."
+    for tname, text in pairs:
+        shown = text if len(text) <= 60 else text[:57] + "..."     # a reason, not a dump
         if tname not in ("float", "int"):
-            return f"{path}: {fn} returned {text} ({tname}), not a float."
-        if not math.isfinite(float(text)):
-            return f"{path}: {fn} returned {text}, not a finite float."
+            return f"{path}: {fn} returned {shown} ({tname[:60]}), not a float."
+        try:
+            finite = math.isfinite(float(text))
+        except (ValueError, OverflowError):    # a repr() the module's own class wrote
+            return f"{path}: {fn} returned {shown} ({tname}), not a float."
+        if not finite:
+            return f"{path}: {fn} returned {shown}, not a finite float."
     return None
 
 
@@ -397,6 +407,8 @@ def check_reward_module(path: str, source: str, ctx: GateContext) -> list[str]:
         what = "did not finish within {:g} s".format(REWARD_LOAD_S) if meta.kind == "timeout" \
             else f"failed ({meta.error})"
         return [f"{path}: importing the module {what}."]
+    if not isinstance(meta.value, list) or len(meta.value) != 3:
+        return [f"{path}: importing the module gave the gate a result it cannot read."]
     applies, has_turn, has_episode = meta.value
     if not isinstance(applies, list) or not applies or not all(g in ALL_GYMS for g in applies):
         return [f"{path}: APPLIES_TO = {short(applies)} must be a non-empty list of gyms from "

@@ -9,9 +9,12 @@ Per agent turn k of an episode in gym g (the env's own reward included):
     raw_k = env_reward_k + sum_m weight_m * turn_reward_m(turn_k)
             (+ sum_m weight_m * episode_reward_m(episode) on the last turn)
     r_k   = clip(default_scale * per_gym_scale[g] * raw_k, turn_reward_clip.min, .max)
-A module that fails on a live turn (exception, timeout, non-finite value) gives 0 for that turn and
-module and is counted in `reward/module_errors`; training goes on. A module that fails to import
-makes the whole snapshot fail to load (training.live keeps the previous one).
+A module that fails on a live turn (exception, timeout, non-finite value, a refused system call,
+a result the sandbox refuses to parse, or the sandbox itself failing) gives 0 for that turn and
+module and is counted in `reward/module_errors`; training goes on (issue 17: a result nested a
+thousand levels deep once crashed the step with RecursionError). A module that fails to import,
+or whose sandbox cannot start, makes the whole snapshot fail to load (training.live keeps the
+previous one).
 """
 from __future__ import annotations
 
@@ -90,7 +93,13 @@ def load_modules(reward_files: dict[str, Path], knobs: dict[str, Any],
                 raise RewardModuleError(f"knobs reward.modules.{name} is enabled but "
                                         f"rewards/{name}.py does not exist.")
             source = reward_files[name].read_text()
-            applies, has_turn, has_episode, worker = start(name, source)
+            try:
+                applies, has_turn, has_episode, worker = start(name, source)
+            except RewardModuleError:
+                raise
+            except Exception as exc:   # the sandbox could not start it: a failed snapshot, no crash
+                raise RewardModuleError(f"reward module {name} cannot be started in the sandbox "
+                                        f"({type(exc).__name__}: {exc}).") from None
             modules.append(RewardModule(name, applies, has_turn, has_episode,
                                         float(spec.get("weight", 1.0)), worker))
     except BaseException:
@@ -113,7 +122,11 @@ class ScoreStats:
 
 def _call(module: RewardModule, func: str, arg: dict, stats: ScoreStats) -> float:
     stats.calls += 1
-    res = module.worker.call(func, [arg], timeout_s=CALL_TIMEOUT_S)
+    try:
+        res = module.worker.call(func, [arg], timeout_s=CALL_TIMEOUT_S)
+    except Exception:           # the sandbox failing (a process it cannot start): counted, 0
+        stats.errors += 1
+        return 0.0
     if not res.ok or not is_finite_number(res.value):
         stats.errors += 1
         return 0.0
