@@ -80,3 +80,60 @@ def test_worker_reuses_process_and_restarts_after_a_timeout():
         assert w.call("spin", [], timeout_s=0.3).kind == "timeout"
         assert w.call("double", [4]).value == 8
         assert w.restarts == 1
+
+
+# ---- issue 17: results as data, and the operating system's walls -----------------------------
+
+from training import sandbox  # noqa: E402
+
+
+@pytest.mark.parametrize("line,why", [
+    (b'{"ok": true, "value": ' + b"[" * 5000 + b"]" * 5000 + b"}", "not JSON (RecursionError)"),
+    (b'{"ok": true, "value": ' + b"[" * 40 + b"]" * 40 + b"}", "nested deeper than 32"),
+    (b'{"ok": tru', "not JSON (JSONDecodeError)"),
+    (b'[1, 2]', "not a result object"),
+    (b'{"ok": true, "extra": 1}', "not a result object"),
+    (b'{"ok": "yes"}', "no ok/kind"),
+    (b'{"ok": true, "kind": "pwned"}', "no ok/kind"),
+    (b'{"ok": false, "error": {"a": 1}}', "error or stdout is not text"),
+    (b'{"ok": true, "value": 1' + b"0" * 5000 + b'}', "not JSON (ValueError)"),   # int digits limit
+])
+def test_a_result_outside_the_limits_is_refused_never_raised(line, why):
+    msg, reason = sandbox.parse_result(line)
+    assert msg is None and why in reason
+
+
+def test_a_result_within_the_limits_is_read():
+    nested = b"[" * 31 + b"1.5" + b"]" * 31
+    msg, reason = sandbox.parse_result(b'{"ok": true, "kind": "ok", "value": ' + nested + b', "stdout": ""}')
+    assert reason is None and msg["ok"] is True and sandbox._depth(msg["value"]) == 32
+
+
+def test_an_honest_result_too_deep_fails_the_call_in_the_child():
+    src = "def deep(n):\n    v = 1\n    for _ in range(n):\n        v = [v]\n    return v\n"
+    assert run_function(src, "deep", [30], L).ok
+    res = run_function(src, "deep", [40], L)
+    assert res.kind == "output_limit" and "deeper than 32" in res.error
+
+
+def test_threads_work_under_the_seccomp_filter():
+    """clone with CLONE_THREAD passes the filter, clone3 answers ENOSYS and glibc falls back to
+    clone: a filter that refused threads would break numpy's and torch's thread pools."""
+    src = ("import threading\ndef run():\n    out = []\n"
+           "    ts = [threading.Thread(target=out.append, args=(i,)) for i in range(4)]\n"
+           "    [t.start() for t in ts]\n    [t.join() for t in ts]\n    return sorted(out)\n")
+    assert run_function(src, "run", [], L).value == [0, 1, 2, 3]
+
+
+@pytest.mark.skipif(not sandbox.isolation().namespaces,
+                    reason="bwrap cannot create namespaces on this machine (see README)")
+def test_the_child_sees_only_the_python_installation_and_its_folder(tmp_path):
+    source = os.path.abspath(sandbox.__file__)   # the project's folder may hold the venv
+    src = ("import os\ndef look(paths):\n"
+           "    return sorted(os.listdir('/')), [os.path.exists(p) for p in paths]\n")
+    res = run_function(src, "look", [[source, "/proc/1", str(tmp_path), "/etc/passwd"]],
+                       Limits(2, 2, 256, audit_hook=False))
+    top, seen = res.value
+    assert seen == [False, False, False, False]
+    assert set(top) <= {"usr", "lib", "lib64", "lib32", "etc", "dev", "tmp", "root", "home",
+                        "opt", "work", "srv", "var"}, top
