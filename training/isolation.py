@@ -79,7 +79,8 @@ KILLED = (
 REFUSED = (
     ("clone3", errno.ENOSYS),          # its flags sit behind a pointer seccomp cannot read; glibc
                                        # then creates threads with clone, checked below
-    ("memfd_create", errno.EPERM),     # anonymous files: memory outside RLIMIT_AS (libffi falls back)
+    ("memfd_create", errno.EPERM),     # anonymous files: memory outside RLIMIT_AS (libffi,
+                                       # which may try it, falls back to other memory)
     ("memfd_secret", errno.EPERM),
     # signals: a pthread_kill or abort() to itself fails; nothing else is the child's to signal
     ("kill", errno.EPERM), ("tkill", errno.EPERM), ("tgkill", errno.EPERM),
@@ -144,7 +145,7 @@ def python_roots() -> list[str]:
     venv's packages: the prefixes, the real interpreter's folder, outermost first, none nested."""
     paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
                                            sys.base_exec_prefix)}
-    paths |= {os.path.abspath(p) for p in (sys.prefix, sys.exec_prefix)}   # the venv by its own name
+    paths |= {os.path.abspath(p) for p in (sys.prefix, sys.exec_prefix)}   # a venv by its own name
     paths.add(os.path.dirname(os.path.realpath(sys.executable)))
     out: list[str] = []
     for p in sorted(paths, key=len):
@@ -198,7 +199,7 @@ class Isolation:
     def describe(self) -> str:
         layers = (["namespaces (bwrap)"] if self.bwrap else []) + \
                  (["seccomp"] if self.seccomp else []) + ["audit hook", "rlimits"]
-        return " + ".join(layers) + ("" if not self.missing else "; missing: " + " ".join(self.missing))
+        return " + ".join(layers) + ("; missing: " + " ".join(self.missing) if self.missing else "")
 
 
 _LOCK = threading.Lock()
@@ -252,4 +253,6 @@ def bwrap_error(bwrap: str) -> str | None:
                               timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
-    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+    if proc.returncode == 0:
+        return None
+    return (proc.stderr.strip().splitlines() or [f"bwrap exited with code {proc.returncode}"])[-1]

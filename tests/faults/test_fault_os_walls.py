@@ -50,6 +50,11 @@ needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason=(
     "the sandbox runs degraded here, see README, 'What the sandbox protects against'"))
 needs_seccomp = pytest.mark.skipif(not SECCOMP, reason=(
     "no seccomp filter on this machine (libseccomp missing or the kernel refuses it)"))
+# Where untrusted code runs, either OS layer with the hook contains every attack below (the
+# two tests that follow show each); with the hook alone, `_posixsubprocess` still gets out.
+needs_os_walls = pytest.mark.skipif(not (NAMESPACES or SECCOMP), reason=(
+    "neither namespaces (bwrap) nor a seccomp filter (libseccomp) on this machine: the sandbox "
+    "runs on its audit hook alone here, see README, 'What the sandbox protects against'"))
 
 
 @pytest.fixture
@@ -224,7 +229,7 @@ def test_without_namespaces_seccomp_and_the_hook_contain_every_attack(targets, m
 
 # ---- where untrusted code runs: trainer, gate, pre-commit hook, ColBench --------------------
 
-@needs_namespaces
+@needs_os_walls
 def test_trainer_reward_scoring_contains_every_attack(targets):
     folder = Path(targets["caller"]).parent / "rewards"
     folder.mkdir()
@@ -251,7 +256,7 @@ def test_trainer_reward_scoring_contains_every_attack(targets):
     assert traces(targets) == []
 
 
-@needs_namespaces
+@needs_os_walls
 def test_a_trainer_step_goes_on_with_every_class(targets, tmp_path, tiny_model_dir):
     ws = write_workspace(tmp_path / "ws")
     chosen = {k: v for k, v in attacks(targets).items() if k in (
@@ -275,7 +280,7 @@ def test_a_trainer_step_goes_on_with_every_class(targets, tmp_path, tiny_model_d
     assert traces(targets) == []
 
 
-@needs_namespaces
+@needs_os_walls
 def test_gate_replay_rejects_every_attack_and_judges_the_next_commit(targets, tmp_path):
     exp = make_experiment(tmp_path)
     ws = ws_of(exp)
@@ -299,7 +304,7 @@ def test_gate_replay_rejects_every_attack_and_judges_the_next_commit(targets, tm
     assert traces(targets) == []
 
 
-@needs_namespaces
+@needs_os_walls
 def test_pre_commit_hook_refuses_a_crashing_result_in_one_sentence(targets, tmp_path):
     exp = make_experiment(tmp_path)
     ws = ws_of(exp)
@@ -323,7 +328,7 @@ TASK = Task(id="t-double", gym="colbench", split="test", prompt="Write double(x)
                   "test_cases": {"t1": "double(1)", "t2": "double(2)", "t3": "double(5)"}})
 
 
-@needs_namespaces
+@needs_os_walls
 def test_colbench_answers_score_zero_for_every_attack(targets):
     cache = ReferenceCache()
     for name, body in attacks(targets).items():
