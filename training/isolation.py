@@ -6,8 +6,9 @@ CPython entry point (`_posixsubprocess.fork_exec`) spawned a process that outliv
 `dir_fd=` calls wrote into the venv, `mknod`/`mkfifo` and POSIX shared memory raised no audit
 event, a subinterpreter ran with no hook at all. So every child now runs
 - in `bwrap --unshare-all` (Debian's `bubblewrap`): its own mount namespace with a read-only view
-  of the Python installation and the system libraries it links, its own folder read-write, a
-  private empty `/tmp` and `/dev/shm` (tmpfs of TMPFS_BYTES each) and a minimal `/dev`, no `/proc`;
+  of the Python installation and the system libraries it links, its own folder (a tmpfs holding
+  the module and the runner read-only), a private empty `/tmp` and `/dev/shm` (tmpfs, sizes
+  below) and a minimal `/dev`, no `/proc`;
   its own PID namespace (when the call ends, bwrap's init dies and the kernel kills everything
   left in it, sessions included), no network, its own IPC and UTS namespaces, no capabilities;
 - under a seccomp filter that kills the process on process creation (fork, vfork, clone without
@@ -38,7 +39,11 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 
-TMPFS_BYTES = 64 << 20        # /tmp and /dev/shm in the sandbox: memory outside RLIMIT_AS, bounded
+# Memory-backed folders of a child, outside RLIMIT_AS, so bounded here: its own folder (a host
+# folder before issue 17, where files of RLIMIT_FSIZE each could fill the host's disk within
+# the CPU limit), and a private /tmp and /dev/shm; 96 MiB at most per child, freed when it ends.
+FOLDER_BYTES = 64 << 20
+TMPFS_BYTES = 16 << 20
 
 # libseccomp's constants (seccomp.h)
 _ACT_KILL_PROCESS = 0x80000000
@@ -170,8 +175,9 @@ def _system_libraries() -> list[str]:
     return args + ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"]
 
 
-def bwrap_argv(bwrap: str, workdir: str, env: dict[str, str]) -> list[str]:
-    """The bwrap command line that runs a child in `workdir` with `env` and nothing else."""
+def bwrap_argv(bwrap: str, workdir: str, files: tuple[str, ...], env: dict[str, str]) -> list[str]:
+    """The bwrap command line that runs a child in a private copy of `workdir` holding only
+    `files` (names in it) with `env`, and nothing else."""
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     argv += _system_libraries()
     for root in python_roots():
@@ -179,7 +185,12 @@ def bwrap_argv(bwrap: str, workdir: str, env: dict[str, str]) -> list[str]:
     argv += ["--dev", "/dev",
              "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
              "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm",
-             "--bind", workdir, workdir, "--chdir", workdir, "--clearenv"]
+             # its folder: a tmpfs at the host folder's path, holding the host's two files
+             # read-only (bwrap takes bind sources from the host's root)
+             "--size", str(FOLDER_BYTES), "--tmpfs", workdir]
+    for name in files:
+        argv += ["--ro-bind", os.path.join(workdir, name), os.path.join(workdir, name)]
+    argv += ["--chdir", workdir, "--clearenv"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     return argv + ["--"]

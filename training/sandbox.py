@@ -162,7 +162,8 @@ class _Child:
         argv = [sys.executable, "-I", "-X", "utf8", "_runner.py", str(wfd), json.dumps(cfg)]
         env = _clean_env(self.dir)
         if self.iso.bwrap:
-            argv = isolation_mod.bwrap_argv(self.iso.bwrap, self.dir, env) + argv
+            argv = isolation_mod.bwrap_argv(self.iso.bwrap, self.dir, ("module.py", "_runner.py"),
+                                            env) + argv
         self.proc = subprocess.Popen(
             argv, cwd=self.dir, env=env, stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(wfd,),

@@ -211,6 +211,23 @@ def test_namespaces_and_seccomp_alone_contain_every_attack(targets):
     assert kinds["deep_returned_value"] == "output_limit"
 
 
+@needs_namespaces
+def test_the_childs_folder_is_bounded_memory_not_the_hosts_disk(tmp_path):
+    """Found beyond the issue: the child's folder was a host folder, and files of RLIMIT_FSIZE
+    each, written within the CPU limit, could fill the host's disk. Now it is a 64 MiB tmpfs
+    over the host folder's path, holding the module and the runner read-only."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    body = ("for i in range(128):\n        with open(f'f{i}', 'wb') as f:\n"
+            "            f.write(b'x' * 1_000_000)\n    return 1.0")
+    res = sandbox.run_function(module_source(body), "attack", [], LIMITS, workdir=str(folder))
+    assert res.kind == "exception" and "No space left" in res.error
+    assert sorted(p.name for p in folder.iterdir()) == ["_runner.py", "module.py"]
+    res = sandbox.run_function(module_source("open('module.py', 'a').write('x')\n    return 1.0"),
+                               "attack", [], LIMITS, workdir=str(folder))
+    assert "Read-only file system" in res.error
+
+
 @needs_seccomp
 def test_without_namespaces_seccomp_and_the_hook_contain_every_attack(targets, monkeypatch, capsys):
     """Where the kernel refuses namespaces (bwrap made unavailable here): the sandbox says so
