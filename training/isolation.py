@@ -178,6 +178,9 @@ def _system_libraries() -> list[str]:
 def bwrap_argv(bwrap: str, workdir: str, files: tuple[str, ...], env: dict[str, str]) -> list[str]:
     """The bwrap command line that runs a child in a private copy of `workdir` holding only
     `files` (names in it) with `env`, and nothing else."""
+    # --die-with-parent is PR_SET_PDEATHSIG, which fires when the *thread* that started bwrap
+    # ends: the trainer starts reward workers from its main thread, and run_calls' children
+    # end before their (pool) thread returns
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     argv += _system_libraries()
     for root in python_roots():

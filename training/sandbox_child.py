@@ -161,9 +161,10 @@ def _make_hook(home, allowed_read):
         where = _changes.get(event)
         if where is not None:
             paths, dir_fds = where
+            by_fd = False
             for i in dir_fds:
                 if i < _len(args) and args[i] not in (None, -1):
-                    raise deny(f"{event} with dir_fd= is not allowed")
+                    by_fd = True
             for i in paths:
                 a = args[i] if i < _len(args) else None
                 if a is None:
@@ -172,7 +173,15 @@ def _make_hook(home, allowed_read):
                     if event == "os.truncate":        # ftruncate: only a file it opened for writing
                         continue
                     raise deny(f"{event} on a file descriptor is not allowed")
-                if not inside(_resolve(path_of(a), _base, _lstat, _readlink, deny), _home):
+                p = path_of(a)
+                if by_fd and not p.startswith("/"):
+                    # a folder descriptor is one inside the sandbox folder (opening any other
+                    # is refused above), and a name without '..' stays below it: shutil.rmtree
+                    # and TemporaryDirectory work this way
+                    if ".." in p.split("/"):
+                        raise deny(f"{event} {a!r}: '..' beside a dir_fd")
+                    continue
+                if not inside(_resolve(p, _base, _lstat, _readlink, deny), _home):
                     raise deny(f"{event} {a!r} outside the sandbox folder")
     return hook
 

@@ -137,3 +137,21 @@ def test_the_child_sees_only_the_python_installation_and_its_folder(tmp_path):
     assert seen == [False, False, False, False]
     assert set(top) <= {"usr", "lib", "lib64", "lib32", "etc", "dev", "tmp", "root", "home",
                         "opt", "work", "srv", "var"}, top
+
+
+def test_folder_descriptors_inside_its_folder_work_and_lead_nowhere_else(tmp_path):
+    """dir_fd calls below the sandbox folder (shutil.rmtree, TemporaryDirectory) are allowed; a
+    descriptor of any other folder, or '..' beside one, is refused (issue 17, class 2)."""
+    src = ("import os, tempfile, sysconfig\n"
+           "def tmpdir():\n    with tempfile.TemporaryDirectory() as d:\n"
+           "        os.makedirs(d + '/a/b')\n        open(d + '/a/b/f', 'w').write('x')\n"
+           "    return os.path.exists(d)\n"
+           "def up():\n    os.mkdir('a')\n    fd = os.open('a', os.O_RDONLY)\n"
+           "    os.mkdir('../../x', dir_fd=fd)\n"
+           "def outside():\n    return os.open(sysconfig.get_paths()['stdlib'], os.O_RDONLY)\n"
+           "def relative_up():\n    return open('../x').read()\n")
+    assert run_function(src, "tmpdir", [], L).value is False
+    for func, why in (("up", "'..' beside a dir_fd"), ("outside", "a folder outside the sandbox"),
+                      ("relative_up", "'..' in a relative path")):
+        res = run_function(src, func, [], L)
+        assert res.kind == "forbidden" and why in res.error, (func, res)
