@@ -228,28 +228,8 @@ def isolation(probe) -> Isolation:
     with _LOCK:
         if _STATE is not None:
             return _STATE
-        missing = []
-        try:
-            program = build_filter()
-        except (OSError, AttributeError) as exc:
-            program = None
-            missing.append(f"no seccomp filter (libseccomp: {exc}; scripts/setup.sh installs "
-                           f"the Debian package libseccomp2).")
-        if program is not None:
-            err = probe(Isolation(None, program))
-            if err:
-                program = None
-                missing.append(f"no seccomp filter (the kernel refused it: {err}).")
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            missing.append("no namespaces (bwrap is not installed; scripts/setup.sh installs the "
-                           "Debian package bubblewrap).")
-        else:
-            err = probe(Isolation(bwrap, program))
-            if err:
-                bwrap = None
-                missing.append(f"no namespaces (bwrap cannot create them here: {err}).")
-        _STATE = Isolation(bwrap, program, tuple(missing))
+        _STATE = _find_layers(probe)
+        missing = _STATE.missing
         if missing:
             print("\n".join([
                 "EAU sandbox: WARNING: untrusted code (reward modules, ColBench answers, rule "
@@ -257,6 +237,35 @@ def isolation(probe) -> Isolation:
                 "What is then left unprotected: README, \"What the sandbox protects against\"."]),
                 file=sys.stderr, flush=True)
         return _STATE
+
+
+def _find_layers(probe) -> Isolation:
+    """Both layers when one child runs with both (the common case: one probe, ~50 ms, which
+    every hook process pays once); otherwise each layer is tried on its own."""
+    missing = []
+    try:
+        program = build_filter()
+    except (OSError, AttributeError) as exc:
+        program = None
+        missing.append(f"no seccomp filter (libseccomp: {exc}; scripts/setup.sh installs "
+                       f"the Debian package libseccomp2).")
+    bwrap = shutil.which("bwrap")
+    if bwrap is not None and program is not None and probe(Isolation(bwrap, program)) is None:
+        return Isolation(bwrap, program)
+    if program is not None:
+        err = probe(Isolation(None, program))
+        if err:
+            program = None
+            missing.append(f"no seccomp filter (the kernel refused it: {err}).")
+    if bwrap is None:
+        missing.append("no namespaces (bwrap is not installed; scripts/setup.sh installs the "
+                       "Debian package bubblewrap).")
+    else:
+        err = probe(Isolation(bwrap, program))
+        if err:
+            bwrap = None
+            missing.append(f"no namespaces (bwrap cannot create them here: {err}).")
+    return Isolation(bwrap, program, tuple(missing))
 
 
 def bwrap_error(bwrap: str) -> str | None:
