@@ -1,4 +1,4 @@
-"""What one sandboxed call costs on this machine (issue 17): fresh processes and a persistent worker.
+"""What one sandboxed call costs on this machine: fresh processes and a persistent worker.
 
     .venv/bin/python benchmarks/sandbox_bench.py [--n 40] [--out FILE.json]
 
@@ -9,7 +9,7 @@ Three figures, each the median of `--repeats` passes:
   per turn and module);
 - `worker_start_s`: starting a worker up to its loaded module (what a hot reload pays per module).
 Run it with PYTHONPATH pointing at another checkout to measure that checkout's sandbox (the
-figures before and after issue 17 in benchmarks/RESULTS-sandbox.md were taken this way).
+figures before and after the OS walls in benchmarks/RESULTS-sandbox.md were taken this way).
 """
 from __future__ import annotations
 
@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     fresh_rate(2)                       # warm the page cache and the isolation probe
-    isolation = getattr(sandbox, "isolation", None)   # absent in checkouts before issue 17
+    isolation = getattr(sandbox, "isolation", None)   # absent in checkouts before the OS walls
     result = {
         "sandbox": sandbox.__file__,
-        "isolation": isolation().describe() if isolation else "audit hook only (before issue 17)",
+        "isolation": isolation().describe() if isolation else "audit hook only (before the OS walls)",
         "fresh_calls_per_s": round(statistics.median(fresh_rate(args.n) for _ in range(args.repeats)), 1),
         "worker_calls_per_s": round(statistics.median(worker_rate(10 * args.n)
                                                       for _ in range(args.repeats)), 1),

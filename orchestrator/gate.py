@@ -129,8 +129,9 @@ def judge_or_refuse(ws: Workspace, info: CommitInfo, live_tree: str,
                     ctx: GateContext) -> tuple[Verdict, str | None]:
     """judge_commit, where any error while judging is the commit's rejection, with the error as
     its reason: the commit is noted, reverted and in the ledger like any other refusal, and the
-    next commit is judged (issue 17: a reward module's result that made the gate raise
-    RecursionError left that commit and every later one unjudged, the gate wedged)."""
+    next commit is judged (a reward module's result that made the gate raise RecursionError
+    once left that commit and every later one unjudged, the gate wedged:
+    tests/faults/test_fault_os_walls.py)."""
     try:
         return judge_commit(ws, info, live_tree, ctx)
     except Exception as exc:          # a bug or a hostile input in a check, never the gate's end
@@ -383,7 +384,7 @@ def judge_after_commit(exp_dir: Path, ws: Workspace) -> int:
 def hook_main(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
     """A git hook's verdict, in sentences, never a traceback: an error while checking refuses
     the commit (pre-commit, commit-msg) with the error as its reason; after a commit, it says the
-    gate will judge it later (issue 17: a hostile module's result crashed the pre-commit hook)."""
+    gate will judge it later (a hostile module's result once crashed the pre-commit hook)."""
     try:
         return _hook(kind, exp_dir, msg_file)
     except Exception as exc:

@@ -1,5 +1,6 @@
-"""The operating system's walls around the sandbox's children (issue 17; README, "What the sandbox
-protects against"): namespaces by bubblewrap, and a seccomp filter built by libseccomp.
+"""The operating system's walls around the sandbox's children (README, "What the sandbox protects
+against"; the attacks they stop: tests/faults/test_fault_os_walls.py): namespaces by
+bubblewrap, and a seccomp filter built by libseccomp.
 
 PEP 578 says an audit hook is not a sandbox, and hostile reward modules showed it: a private
 CPython entry point (`_posixsubprocess.fork_exec`) spawned a process that outlived the call,
@@ -40,7 +41,7 @@ import threading
 from dataclasses import dataclass, field
 
 # Memory-backed folders of a child, outside RLIMIT_AS, so bounded here: its own folder (a host
-# folder before issue 17, where files of RLIMIT_FSIZE each could fill the host's disk within
+# folder once, where files of RLIMIT_FSIZE each could fill the host's disk within
 # the CPU limit), and a private /tmp and /dev/shm; 96 MiB at most per child, freed when it ends.
 FOLDER_BYTES = 64 << 20
 TMPFS_BYTES = 16 << 20
@@ -58,7 +59,8 @@ def _act_errno(code: int) -> int:
 
 # Killed on sight (SIGSYS: the parent reports kind "forbidden", and the code cannot catch it).
 KILLED = (
-    # processes (class 1 of issue 17); clone is below, with its CLONE_THREAD condition
+    # processes (`_posixsubprocess` spawned one with no audit event); clone is below, with its
+    # CLONE_THREAD condition
     "fork", "vfork", "execve", "execveat",
     # device nodes and FIFOs (class 3)
     "mknod", "mknodat",

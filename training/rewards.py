@@ -11,10 +11,10 @@ Per agent turn k of an episode in gym g (the env's own reward included):
     r_k   = clip(default_scale * per_gym_scale[g] * raw_k, turn_reward_clip.min, .max)
 A module that fails on a live turn (exception, timeout, non-finite value, a refused system call,
 a result the sandbox refuses to parse, or the sandbox itself failing) gives 0 for that turn and
-module and is counted in `reward/module_errors`; training goes on (issue 17: a result nested a
-thousand levels deep once crashed the step with RecursionError). A module that fails to import,
-or whose sandbox cannot start, makes the whole snapshot fail to load (training.live keeps the
-previous one).
+module and is counted in `reward/module_errors`; training goes on (a result nested a thousand
+levels deep once crashed the step with RecursionError: tests/faults/test_fault_os_walls.py). A
+module that fails to import, or whose sandbox cannot start, makes the whole snapshot fail to
+load (training.live keeps the previous one).
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ against").
 
 Each child is a fresh `python -I` (isolated: no PYTHONPATH, no user site, no current folder on the
 path, so it cannot import the trainer's modules) in its own temporary folder, with a clean
-environment, behind four layers (issue 17; PEP 578 says an audit hook alone is not a sandbox):
+environment, behind four layers (PEP 578 says an audit hook alone is not a sandbox, and
+tests/faults/test_fault_os_walls.py shows the ways out it left):
 1. namespaces (training/isolation.py, bubblewrap): a read-only view of the Python installation
    and nothing else of the file system but its folder, a private /tmp and /dev/shm, its own PID
    namespace (nothing outlives the call), no network, its own IPC namespace, no capabilities;
@@ -41,7 +42,7 @@ from typing import Any
 from training import isolation as isolation_mod
 
 # A result's value nests at most this deep: ColBench outputs are lists of lists at most a few
-# levels deep; json.loads raised RecursionError near 1,000 levels in the trainer (issue 17).
+# levels deep; json.loads raised RecursionError near 1,000 levels in the trainer.
 MAX_DEPTH = 32
 
 
@@ -104,9 +105,9 @@ def parse_result(line: bytes) -> tuple[dict | None, str | None]:
 
     Only the untrusted code can put a line outside them there: the runner checks its own
     results against the same depth limit and sends them through json. So anything else is a
-    forged line (issue 9), and the caller never sees an exception from it: a deeply nested
+    forged line, and the caller never sees an exception from it: a deeply nested
     value made `json.loads` raise RecursionError, which crashed the trainer's step, the
-    pre-commit hook and the gate (issue 17, class 5)."""
+    pre-commit hook and the gate (tests/faults/test_fault_os_walls.py, deep_forged_result)."""
     try:
         msg = json.loads(line)
     except (ValueError, RecursionError, MemoryError) as exc:

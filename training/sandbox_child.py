@@ -79,8 +79,8 @@ CHANGES = {"os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.mkdir": ((0,
            "os.utime": ((0,), (3,)), "shutil.rmtree": ((0,), (1,))}
 
 def _make_hook(home, allowed_read):
-    """The audit hook. Everything it uses is bound here, once, as default values (issue 9: a
-    module that set CFG or patched builtins got out), and it makes no closure: a closure's cells
+    """The audit hook. Everything it uses is bound here, once, as default values (a module
+    that set CFG or patched builtins got out, test_fault_hostile_code.py), and it makes no closure: a closure's cells
     are reachable from a refusal's traceback frame and writable (`cell.cell_contents = ...`)."""
     def hook(event, args, *, _home=(home,), _read=tuple(allowed_read) + (home,), _base=home,
              _dev_ok=frozenset(DEV_OK), _attempts=ATTEMPTS, _Forbidden=Forbidden,
@@ -127,7 +127,7 @@ def _make_hook(home, allowed_read):
                 return
             if not path.startswith("/") and ".." in path.split("/"):
                 # "open" carries no dir_fd: a relative ".." is judged from the sandbox folder
-                # while the kernel may walk it from a descriptor's folder (issue 17, class 2)
+                # while the kernel may walk it from a descriptor's folder
                 raise deny(f"open {path!r}: '..' in a relative path")
             real = _resolve(path, _base, _lstat, _readlink, deny)
             if inside(real, _home):

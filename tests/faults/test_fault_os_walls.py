@@ -1,7 +1,7 @@
-"""Issue 17: untrusted code behind the operating system's walls, and a gate that never wedges.
+"""Untrusted code behind the operating system's walls, and a gate that never wedges.
 
 Hostile reward modules got out of the audit-hook sandbox in five ways; each is written here from
-the issue's description and tried where untrusted code runs: the trainer's reward scoring (the
+the report of those escapes and tried where untrusted code runs: the trainer's reward scoring (the
 functions `Trainer.run_step` calls, and one real trainer step), the gate's replay of a committed
 module and the pre-commit hook, and ColBench answer scoring.
 1. processes: `multiprocessing.util.spawnv_passfds` (CPython's private `_posixsubprocess`, no
@@ -12,14 +12,14 @@ module and the pre-commit hook, and ColBench answer scoring.
 4. shared memory: a POSIX shared-memory object, and more of it than the sandbox's /dev/shm holds;
 5. a result that crashes the caller: a forged result line nested 200,000 levels deep, and an
    honest return value nested 100,000 deep.
-Beyond the issue, tried by hand on the old sandbox: a subinterpreter (it has none of the hook)
+Beyond those five, tried by hand on the old sandbox: a subinterpreter (it has none of the hook)
 and patching posixpath's helpers (the hook's realpath) got out as written here; rewriting the
 hook's helper through a refusal's traceback frame got out in its form for the old hook (its
 `inside` closure); raising RLIMIT_AS was refused by this machine's kernel (root without
 CAP_SYS_RESOURCE), not by the old hook; files of RLIMIT_FSIZE each filled the host's disk from
 the child's folder (test_the_childs_folder_...). Run against the old sandbox, 9 of the 15
 attacks below got out or crashed the caller; the two `dir_fd` reads were refused by the old hook
-in this form (the issue's exact route was not reproduced), and with the hook off here the
+in this form (the reported route was not reproduced), and with the hook off here the
 namespaces hold them.
 
 An attack returns 1.0 only when it got what it came for (a reward of 1.0 means it got out), and
@@ -149,7 +149,7 @@ def attacks(t: dict) -> dict[str, str]:
             "    return 1.0"),
         "deep_returned_value": (
             "v = 1.0\n    for _ in range(100000):\n        v = [v]\n    return v"),
-        # beyond the issue
+        # beyond the five
         "subinterpreter": (
             "import _xxsubinterpreters as si\n"
             "    i = si.create()\n"
@@ -217,7 +217,7 @@ def test_namespaces_and_seccomp_alone_contain_every_attack(targets):
 
 @needs_namespaces
 def test_the_childs_folder_is_bounded_memory_not_the_hosts_disk(tmp_path):
-    """Found beyond the issue: the child's folder was a host folder, and files of RLIMIT_FSIZE
+    """Found beyond the five: the child's folder was a host folder, and files of RLIMIT_FSIZE
     each, written within the CPU limit, could fill the host's disk. Now it is a 64 MiB tmpfs
     over the host folder's path, holding the module and the runner read-only."""
     folder = tmp_path / "box"
@@ -282,7 +282,7 @@ def test_a_trainer_step_goes_on_with_every_class(targets, tmp_path, tiny_model_d
     ws = write_workspace(tmp_path / "ws")
     chosen = {k: v for k, v in attacks(targets).items() if k in (
         "spawn_private_entry", "dir_fd_write_venv", "device_in_caller", "posix_shared_memory",
-        "deep_forged_result")}                    # one per class of the issue
+        "deep_forged_result")}                    # one per class of the five
     (ws / "rewards").mkdir()
     for name, body in chosen.items():
         (ws / "rewards" / f"{name}.py").write_text(module_source(body))

@@ -82,7 +82,7 @@ def test_worker_reuses_process_and_restarts_after_a_timeout():
         assert w.restarts == 1
 
 
-# ---- issue 17: results as data, and the operating system's walls -----------------------------
+# ---- results as data, and the operating system's walls ---------------------------------------
 
 from training import sandbox  # noqa: E402
 
@@ -141,7 +141,7 @@ def test_the_child_sees_only_the_python_installation_and_its_folder(tmp_path):
 
 def test_folder_descriptors_inside_its_folder_work_and_lead_nowhere_else(tmp_path):
     """dir_fd calls below the sandbox folder (shutil.rmtree, TemporaryDirectory) are allowed; a
-    descriptor of any other folder, or '..' beside one, is refused (issue 17, class 2)."""
+    descriptor of any other folder, or '..' beside one, is refused (test_fault_os_walls.py)."""
     src = ("import os, tempfile, sysconfig\n"
            "def tmpdir():\n    with tempfile.TemporaryDirectory() as d:\n"
            "        os.makedirs(d + '/a/b')\n        open(d + '/a/b/f', 'w').write('x')\n"
