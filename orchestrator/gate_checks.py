@@ -234,6 +234,12 @@ def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateCon
             reasons.append(f"{KNOBS}: {path} {short(old)} -> {short(new)} changes nothing: {run}'s "
                            f"rollout.max_turns {cap} (config.json) ends every episode at {cap} turns "
                            f"first; a longer episode needs a new run with --set rollout.max_turns.")
+    if path.startswith("user.") and path.endswith(".llm") and isinstance(new, str) and new != "default":
+        names, run = ctx.user_llm_names()
+        if names is not None and new not in names:
+            reasons.append(f"{KNOBS}: {path} names LLM user {new!r}, which {run}'s config does not "
+                           f"define (rollout.user_llms: {', '.join(n for n in names if n != 'default') or 'none'}); "
+                           f"a new run defines it with --set 'rollout.user_llms={{...}}'.")
     if path.endswith(".withhold_kinds") and isinstance(new, list) and new:
         gym = path.split(".")[1]
         kinds = ctx.gym_fact_kinds(gym)

@@ -157,6 +157,20 @@ class GateContext:
             return None, ""
         return (int(cap), run.name) if isinstance(cap, int) and not isinstance(cap, bool) else (None, "")
 
+    def user_llm_names(self) -> tuple[list[str] | None, str]:
+        """(the LLM users the current run defines: "default" where rollout.user_llm gives one, and
+        rollout.user_llms' names; the run's name), or (None, "") before a run."""
+        run = self.run_dir()
+        try:
+            rollout = json.loads((run / "config.json").read_text())["rollout"] if run else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None, ""
+        if not isinstance(rollout, dict):
+            return None, ""
+        names = (["default"] if rollout.get("user_llm", "none") != "none" else []) + \
+            sorted(rollout.get("user_llms") or {})
+        return names, run.name
+
     def trajectory_episodes(self) -> list[dict]:
         """Episodes of the newest trajectories/*.jsonl of the current run ([] when none)."""
         run = self.run_dir()

@@ -118,6 +118,12 @@ class RolloutConfig:
     reference model answers as the user, batched)."""
     user_response_length: int = 96
     """New tokens per LLM-user reply (user_llm = "reference")."""
+    user_llms: dict = field(default_factory=dict)
+    """LLM users the workspace's `user.<gym>.llm` may name besides "default", {name: spec}:
+    {"kind": "reference"} (the frozen reference policy), {"kind": "local", "model": FOLDER}, or
+    {"kind": "http", "base_url": URL, "model": NAME, "api_key_env": VAR, "timeout_s": 30,
+    "retries": 2} (an OpenAI-compatible server; the key is read from the variable named, never
+    stored). Any entry makes the LLM arm live, as user_llm "reference" does."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,8 @@ class Config:
             (self.algorithm.adv_estimator in ("turn_gae", "token_gae"),
              "algorithm.adv_estimator must be turn_gae or token_gae"),
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
+            (_user_llms_problem(self.rollout.user_llms) is None,
+             _user_llms_problem(self.rollout.user_llms) or ""),
             (self.model.device in ("auto", "cpu", "cuda"), "model.device must be auto, cpu or cuda"),
             (self.model.precision in ("auto", "bf16", "fp32"), "model.precision must be auto, bf16 or fp32"),
             (self.actor.clip_ratio_c > 1.0, "actor.clip_ratio_c must be above 1 (the dual clip's bound "
@@ -246,6 +254,32 @@ class Config:
     @property
     def episodes_per_step(self) -> int:
         return self.data.train_batch_size * self.rollout.n
+
+
+_USER_LLM_KEYS = {"reference": set(), "local": {"model", "device"},
+                  "http": {"base_url", "model", "api_key_env", "timeout_s", "retries"}}
+
+
+def _user_llms_problem(specs: Any) -> str | None:
+    """What is wrong with rollout.user_llms, in words, or None (RolloutConfig.user_llms)."""
+    if not isinstance(specs, dict):
+        return "rollout.user_llms must be an object {name: spec}"
+    for name, spec in specs.items():
+        where = f"rollout.user_llms.{name}"
+        if name == "default":
+            return f"{where}: 'default' is rollout.user_llm's backend; give yours another name"
+        if not isinstance(spec, dict) or spec.get("kind") not in _USER_LLM_KEYS:
+            return f"{where} must have kind reference, local or http"
+        if "api_key" in spec:
+            return f"{where}: never store a key in the config; name its variable in api_key_env"
+        extra = set(spec) - {"kind"} - _USER_LLM_KEYS[spec["kind"]]
+        if extra:
+            return f"{where}: unknown key(s) {', '.join(sorted(extra))} for kind {spec['kind']}"
+        if spec["kind"] == "local" and not spec.get("model"):
+            return f"{where}: a local LLM user needs model (a model folder)"
+        if spec["kind"] == "http" and not (spec.get("base_url") and spec.get("model")):
+            return f"{where}: an http LLM user needs base_url and model"
+    return None
 
 
 def _build(cls, data: Any, prefix: str):

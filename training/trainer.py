@@ -229,23 +229,40 @@ class Trainer:
                                  weight_decay=optim.weight_decay)
 
     def _user_llm(self):
-        """The llm arm's backend: None (symbolic arm only) or the frozen reference model answering
-        as the user, batched across episodes (training.users.llm; sharing the reference spares
-        the CPU demo a third model in memory)."""
-        if self.cfg.rollout.user_llm == "none":
-            return None
-        from training.policy import load_tokenizer
-        from training.users.llm import LLMRouter, LocalLLMUser
+        """The llm arm's backends: None (symbolic arm only), or the frozen reference model answering
+        as the user (rollout.user_llm "reference", batched across episodes; sharing the reference
+        spares the CPU demo a third model in memory) and the named users of rollout.user_llms
+        (another local model, an OpenAI-compatible server), routed by user.<gym>.llm."""
+        from training.users.llm import LLMUserConfigError, training_users
 
-        model = self.models.reference
-        if model is None:            # LoRA: the policy's base is not frozen on its own; load one
-            from transformers import AutoModelForCausalLM
-            model = AutoModelForCausalLM.from_pretrained(self.models.path).eval()
-            model.requires_grad_(False).to(self.models.device)
-        user = LocalLLMUser(model, load_tokenizer(self.models.path),
-                            max_new_tokens=self.cfg.rollout.user_response_length,
-                            seed=self.cfg.trainer.seed)
-        return LLMRouter({"default": user})
+        specs = dict(self.cfg.rollout.user_llms)
+        if self.cfg.rollout.user_llm == "none" and not specs:
+            return None
+        built: list = []
+
+        def reference():
+            if built:
+                return built[0]
+            from training.policy import load_tokenizer
+            from training.users.llm import LocalLLMUser
+
+            model = self.models.reference
+            if model is None:        # LoRA: the policy's base is not frozen on its own; load one
+                from transformers import AutoModelForCausalLM
+                model = AutoModelForCausalLM.from_pretrained(self.models.path).eval()
+                model.requires_grad_(False).to(self.models.device)
+            built.append(LocalLLMUser(model, load_tokenizer(self.models.path),
+                                      max_new_tokens=self.cfg.rollout.user_response_length,
+                                      seed=self.cfg.trainer.seed))
+            return built[0]
+
+        try:
+            return training_users(reference() if self.cfg.rollout.user_llm == "reference" else None,
+                                  specs, reference=reference, device=str(self.models.device),
+                                  max_new_tokens=self.cfg.rollout.user_response_length,
+                                  seed=self.cfg.trainer.seed)
+        except LLMUserConfigError as exc:
+            raise ConfigError(str(exc)) from None
 
     def check_snapshot(self, snap) -> None:
         """A snapshot is usable when every gym's environment builds and resets from it, and its

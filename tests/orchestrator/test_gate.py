@@ -415,3 +415,16 @@ def test_max_steps_past_the_runs_turn_cap_is_refused_with_the_reason(exp):
     v = judge_one(exp)
     assert not v.accepted and "changes nothing: run-001's rollout.max_turns 18" in v.reasons[0]
     assert knobs(ws)["env"]["travel"]["max_steps"] == 18   # reverted
+
+
+def test_user_llm_knob_names_a_user_the_run_defines(exp):
+    ws = ws_of(exp)
+    (exp / "run-001").mkdir(exist_ok=True)
+    (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {
+        "max_turns": 16, "user_llm": "none",
+        "user_llms": {"served": {"kind": "http", "base_url": "http://127.0.0.1:1/v1", "model": "m"}}}}))
+    knob_commit(ws, "user.travel.llm", "served")
+    assert judge_one(exp).accepted
+    knob_commit(ws, "user.travel.llm", "gpt-4o-mini")
+    v = judge_one(exp)
+    assert not v.accepted and "names LLM user 'gpt-4o-mini', which run-001's config does not define" in v.reasons[0]

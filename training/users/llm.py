@@ -143,3 +143,26 @@ def build_llm_users(config: dict[str, dict[str, Any]]) -> LLMRouter:
         else:
             raise LLMUserConfigError(f"users.llm.{name}: kind {kind!r} is not one of local, http.")
     return LLMRouter(backends)
+
+
+def training_users(default: Any | None, specs: dict[str, dict[str, Any]], *, reference: Any,
+                   device: str = "cpu", max_new_tokens: int = 96, seed: int = 0) -> LLMRouter | None:
+    """The LLM arm of a training run: `default` (rollout.user_llm "reference": the frozen
+    reference, already built) and the named backends of rollout.user_llms. `reference()` builds
+    the reference user for a {"kind": "reference"} entry (shared with `default`). None when the
+    run has no LLM user (the symbolic arm answers every episode)."""
+    backends: dict[str, Any] = {"default": default} if default is not None else {}
+    for name, spec in specs.items():
+        kind = spec.get("kind")
+        if kind == "reference":
+            backends[name] = backends.get("default") or reference()
+        elif kind == "local":
+            backends[name] = LocalLLMUser.from_dir(spec["model"], device=spec.get("device", device),
+                                                   max_new_tokens=max_new_tokens, seed=seed)
+        elif kind == "http":
+            backends[name] = HTTPLLMUser(**{k: v for k, v in spec.items() if k != "kind"},
+                                         max_tokens=max_new_tokens)
+        else:
+            raise LLMUserConfigError(f"rollout.user_llms.{name}: kind {kind!r} is not one of "
+                                     f"reference, local, http.")
+    return LLMRouter(backends) if backends else None
