@@ -283,8 +283,18 @@ def _deviating(e: dict[str, Any]) -> str:
     turns or tokens a turn: training/evaluate.py "deviations"), so its numbers get a row of their
     own, marked, instead of being averaged with the protocol's."""
     parts = [f"{d.get('setting')} {d.get('used')}" for d in e.get("deviations") or []
-             if isinstance(d, dict)]
-    return f" [not the protocol: {'; '.join(parts)}]" if parts else ""
+             if isinstance(d, dict) and d.get("setting") != "gyms"]
+    if any(isinstance(d, dict) and d.get("setting") == "gyms" for d in e.get("deviations") or []):
+        parts.append("gyms " + ", ".join(next(d for d in e["deviations"] if isinstance(d, dict)
+                                              and d.get("setting") == "gyms").get("used") or []))
+    label = f" [not the protocol: {'; '.join(parts)}]" if parts else ""
+    # another user or another task set is another protocol: never averaged with the offline
+    # evaluation of the shipped tasks (paper section 5.1 evaluates with one fixed LLM user)
+    if e.get("user_protocol", "offline") != "offline":
+        label += f" [user: {e['user_protocol']}]"
+    if e.get("data", "shipped") != "shipped":
+        label += f" [tasks: {e['data']}]"
+    return label
 
 
 def table_rows(exp: ExperimentData) -> list[TableRow]:

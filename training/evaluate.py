@@ -173,6 +173,21 @@ def llm_user(spec: str, knobs: dict[str, Any], gyms: tuple[str, ...], seed: int,
     return LocalLLMUser.from_dir(path, device=str(pick_device(device)), seed=seed)
 
 
+def endpoint_user(spec: "EvalSpec"):
+    """The evaluation's LLM user behind an OpenAI-compatible endpoint (the paper's protocol uses
+    GPT-4o-mini there), greedy as a fixed protocol must be; its key from spec.user_key_env."""
+    from training.users.http import HTTPLLMUser
+    from training.users.llm import LLMRouter, LLMUserConfigError
+
+    if not spec.user_model:
+        raise EvalError("--user-url needs --user-model (the endpoint's model name).")
+    try:
+        return LLMRouter({"default": HTTPLLMUser(spec.user_url, spec.user_model,
+                                                 api_key_env=spec.user_key_env)})
+    except LLMUserConfigError as exc:
+        raise EvalError(str(exc)) from None
+
+
 def pristine_snapshot(protocol: dict[str, Any], gyms: tuple[str, ...], bench_name: str = ""):
     """The project's shipped workspace/ as a Snapshot, with the evaluation overrides."""
     from training.snapshot import Snapshot
@@ -261,6 +276,9 @@ class EvalSpec:
     max_new_tokens: int | None = None  # overrides its tokens per turn, response_length (a deviation)
     data_dir: str | None = None      # the bench's original files (UserRL, ColBench, tau2-bench)
                                      # instead of the tasks shipped in the project
+    user_url: str | None = None      # an OpenAI-compatible endpoint answering as the user in every
+    user_model: str | None = None    # gym (the paper's protocol: one fixed LLM user, GPT-4o-mini),
+    user_key_env: str | None = None  # its model name and the variable holding its key
 
 
 def apply_overrides(protocol: dict[str, Any], spec: EvalSpec) -> dict[str, Any]:
@@ -332,6 +350,7 @@ def run_episodes(models, bench, tasks, snapshot, protocol: dict[str, Any], spec:
         def at_turn_boundary() -> bool:
             # rollout asks at every turn boundary, the one place inside a batch where progress
             # can be read (a batch of 16 UserGym episodes runs for tens of minutes on a CPU)
+            stop_if_interrupted()
             if progress is not None:
                 progress.update(start, tokens_now())
             return False
@@ -460,6 +479,8 @@ def eval_id(spec: EvalSpec, run: str | None, step: int | None, model: str | None
     tail = f"-first{spec.episodes}" if spec.episodes else ""
     tail += f"-turns{spec.max_turns}" if spec.max_turns is not None else ""
     tail += f"-tokens{spec.max_new_tokens}" if spec.max_new_tokens is not None else ""
+    if spec.user_url:                   # another user's results never overwrite the offline ones
+        tail += "-user" + hashlib.sha1(f"{spec.user_url}|{spec.user_model}".encode()).hexdigest()[:8]
     if spec.data_dir:                   # another folder's tasks never overwrite the shipped ones'
         folder = str(Path(spec.data_dir).expanduser().resolve())
         tail += "-data" + hashlib.sha1(folder.encode()).hexdigest()[:8]
@@ -507,6 +528,9 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     gyms = tuple(sorted({t.gym for t in tasks}))
     used = apply_overrides(protocol, spec)
     snapshot = pristine_snapshot(used, gyms, str(getattr(bench, "name", "")))
+    if spec.user_url:                 # one fixed LLM user answers every episode of every gym
+        for g in gyms:
+            snapshot.knobs.setdefault("user", {}).setdefault(g, {}).update(strategy_mix=0.0, llm="default")
     work = work_of(tasks, snapshot.knobs, used)
     label = f"eval {getattr(bench, 'name', spec.bench)}/{split}"
     if show_progress:
@@ -516,7 +540,8 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
         print(*work_lines(work, label, on_cpu), sep="\n", file=sys.stderr, flush=True)
     t0 = time.time()
     models = load_policy(checkpoint, model, spec.device)
-    llm = llm_user(spec.user_llm, snapshot.knobs, gyms, spec.seed, spec.device)
+    llm = endpoint_user(spec) if spec.user_url else \
+        llm_user(spec.user_llm, snapshot.knobs, gyms, spec.seed, spec.device)
     progress = ProgressLines(len(tasks), work.tokens, label) if show_progress else None
     records = run_episodes(models, bench, tasks, snapshot, used, spec, progress, llm)
     summary = {"bench": getattr(bench, "name", spec.bench), "split": split, "seed": spec.seed,
@@ -532,11 +557,15 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
                      "used": list(gyms), "left_out": skipped}] if skipped else []),
                "knobs": {"env": {g: snapshot.knobs["env"][g] for g in gyms},
                          "user": {g: snapshot.knobs.get("user", {}).get(g) for g in gyms}},
-               "user_llm": (spec.user_llm if llm is not None else
-                            "none (symbolic arm only)"),
+               "user_llm": (f"http {spec.user_model} at {spec.user_url}" if spec.user_url else
+                            spec.user_llm if llm is not None else "none (symbolic arm only)"),
+               # which user answered: the bench's own (offline) or one endpoint for every gym;
+               # results of different users are never averaged together (report_data)
+               "user_protocol": (f"endpoint {spec.user_model}" if spec.user_url else "offline"),
                "wall": {"refused": list(refused or [])}, "wall_s": round(time.time() - t0, 2),
                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     spec = EvalSpec(**{**spec.__dict__, "split": split})
+    stop_if_interrupted()              # a stopped evaluation writes nothing
     return write_results(Path(out_root) / eval_id(spec, run, step, model), records, summary)
 
 
@@ -548,10 +577,31 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+_STOP: list[int] = []      # the signal received, kept: a raise that lands in a __del__ is lost
+
+
 def _interrupted(signum: int, frame) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):      # Ctrl-C reaches both processes: once is enough
         signal.signal(sig, signal.SIG_IGN)
+    _STOP.append(signum)
     raise Interrupted(signum)
+
+
+def stop_if_interrupted() -> None:
+    """Raise Interrupted when a signal came whose exception Python swallowed: raised while a
+    finalizer (__del__, e.g. the regex module's) ran, it is only printed as "Exception ignored"
+    and the evaluation would go on; the turn boundaries and the write check this."""
+    if _STOP:
+        raise Interrupted(_STOP[0])
+
+
+def _quiet_unraisable(hook):
+    """sys.unraisablehook that drops our own Interrupted (stop_if_interrupted acts on it) and
+    passes anything else to `hook`."""
+    def quiet(unraisable):
+        if not isinstance(unraisable.exc_value, Interrupted):
+            hook(unraisable)
+    return quiet
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -569,6 +619,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--data-dir", default=None,
                    help="the bench's original files instead of the shipped tasks")
+    p.add_argument("--user-url", default=None, help="an OpenAI-compatible endpoint as every gym's user")
+    p.add_argument("--user-model", default=None, help="the endpoint's model name")
+    p.add_argument("--user-key-env", default=None, help="the variable holding the endpoint's key")
     p.add_argument("--user-llm", default="default",
                    help="LLM user where the protocol has an LLM arm: default, a folder, or none")
     p.add_argument("--out-root", required=True, help="the experiment's eval/ folder")
@@ -590,9 +643,11 @@ def main(argv: list[str] | None = None) -> int:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     spec = EvalSpec(bench=a.bench, split=a.split, seed=a.seed, episodes=a.episodes,
                     batch_size=a.batch_size, device=a.device, user_llm=a.user_llm,
-                    max_turns=a.max_turns, max_new_tokens=a.max_new_tokens, data_dir=a.data_dir)
+                    max_turns=a.max_turns, max_new_tokens=a.max_new_tokens, data_dir=a.data_dir,
+                    user_url=a.user_url, user_model=a.user_model, user_key_env=a.user_key_env)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _interrupted)
+    sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)
     try:
         out = evaluate(spec, Path(a.out_root), checkpoint=ckpt, model=a.model, run=a.run,
                        step=a.step, refused=refused, show_progress=not a.no_progress)

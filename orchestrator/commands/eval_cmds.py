@@ -74,6 +74,12 @@ def register(subparsers) -> None:
                    help="evaluate an untrained model instead of a checkpoint: 'default' (the "
                         "packaged SmolLM2) or a model folder")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--user-url", default=None, metavar="URL",
+                   help="the paper's protocol: an OpenAI-compatible endpoint answers as the user in "
+                        "every gym (e.g. GPT-4o-mini's); results are kept apart from the offline ones")
+    p.add_argument("--user-model", default=None, metavar="NAME", help="the endpoint's model name")
+    p.add_argument("--user-key-env", default=None, metavar="VAR",
+                   help="the environment variable holding the endpoint's key (never stored)")
     p.add_argument("--data-dir", default=None, metavar="FOLDER",
                    help="evaluate on the bench's original files (UserRL's repository, ColBench's "
                         "JSONL, tau2-bench's repository) instead of the tasks shipped here")
@@ -207,6 +213,9 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
     for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
         if getattr(args, flag) is not None:
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    for flag in ("user_url", "user_model", "user_key_env"):
+        if getattr(args, flag, None):
+            cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     if getattr(args, "data_dir", None):
         cmd += ["--data-dir", str(Path(args.data_dir).expanduser().resolve())]
     if t.checkpoint is not None:
@@ -222,6 +231,8 @@ def cmd_eval(args) -> int:
     for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UserError(f"--{flag.replace('_', '-')} must be at least 1.")
+    if bool(args.user_url) != bool(args.user_model):
+        raise UserError("--user-url and --user-model go together: the endpoint and its model name.")
     t = resolve_target(experiment_arg(args, dest="target"), args.model, args.runs_dir)
     bench = _bench_of(t.exp_root, args.bench)
     t.exp_root.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,11 @@ def test_batch_size_and_quicker_settings_reach_the_evaluation(tmp_path):
                                           "--data-dir", str(tmp_path / "userrl")])
     cmd = eval_cmds.eval_command(t, "usergym", data)
     assert cmd[cmd.index("--data-dir") + 1] == str((tmp_path / "userrl").resolve())
+    user = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
+                                          "--user-url", "http://h/v1", "--user-model", "gpt-4o-mini",
+                                          "--user-key-env", "OPENAI_API_KEY"])
+    cmd = eval_cmds.eval_command(t, "usergym", user)
+    assert cmd[cmd.index("--user-url") + 1] == "http://h/v1" and "OPENAI_API_KEY" in cmd
     start = cli.build_parser().parse_args(["start", "--bench", "usergym", "--data-dir", "x"])
     assert start.data_dir == "x"
 

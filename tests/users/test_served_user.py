@@ -114,3 +114,24 @@ def test_a_config_naming_a_key_or_no_url_is_one_sentence():
                                                                 "model": "m", "api_key": "sk"}}})
     with pytest.raises(ConfigError, match="needs base_url and model"):
         resolve("usergym", "cpu", {"rollout.user_llms": {"x": {"kind": "http", "model": "m"}}})
+
+
+@pytest.mark.slow
+def test_evaluation_with_one_endpoint_user_for_every_gym(served, tmp_path, tiny_model_dir):
+    """`orchestrator eval --user-url --user-model`: the paper's protocol (one fixed LLM user),
+    every episode answered by the endpoint's user, recorded, and kept apart from the offline
+    evaluation's results and table rows."""
+    from orchestrator.report_data import _deviating
+    from training import evaluate as ev
+
+    url, model = served
+    spec = ev.EvalSpec(bench="colbench", episodes=2, batch_size=2, device="cpu", max_turns=1,
+                       max_new_tokens=8, user_url=url, user_model=model)
+    folder = ev.evaluate(spec, tmp_path, model=str(tiny_model_dir), show_progress=False)
+    summary = json.loads((folder / "summary.json").read_text())
+    episodes = [json.loads(x) for x in (folder / "episodes.jsonl").read_text().splitlines()]
+    assert summary["user_protocol"] == f"endpoint {model}" and url in summary["user_llm"]
+    assert {e["user_arm"] for e in episodes} == {"llm"} and not any(e.get("error") for e in episodes)
+    offline = ev.eval_id(ev.EvalSpec(bench="colbench", episodes=2, max_turns=1, max_new_tokens=8),
+                         None, None, str(tiny_model_dir))
+    assert folder.name != offline and f"[user: endpoint {model}]" in _deviating(summary)
