@@ -18,7 +18,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from orchestrator import diagnostics, effects, experience, gitops
 from orchestrator.workspace import Workspace, parse_trailers
@@ -123,18 +123,22 @@ def build_prompt(ctx: SessionContext) -> str:
 
 @dataclass
 class ProcResult:
-    returncode: int | None          # None: killed at the time limit
+    returncode: int | None          # None: killed at the time limit, or given up on
     stdout: str
     stderr: str
     duration_s: float
+    gave_up: str = ""               # why the CLI was ended early (give_up's answer)
 
 
 def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
-                stdout_path: Path, stderr_path: Path) -> ProcResult:
+                stdout_path: Path, stderr_path: Path,
+                give_up: Callable[[str], str] | None = None) -> ProcResult:
     """Run a CLI in its own process group with stdin from /dev/null (both CLIs wait on an open
     stdin: claude-code 2.1.197 and codex-cli 0.171.0 do); at the time limit the whole group gets
-    SIGTERM, then SIGKILL."""
-    t0 = time.monotonic()
+    SIGTERM, then SIGKILL. `give_up(stdout so far)` is asked every second: a reason it returns
+    ends the CLI then (codex-cli 0.171.0 offline prints "Reconnecting... waiting for network"
+    and waits for ever)."""
+    t0, reason = time.monotonic(), ""
     with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
         # its own process group, in the orchestrator's session: a new session would be a new
         # autogroup, where the session thread's SCHED_IDLE would not hold it below the trainer
@@ -146,16 +150,22 @@ def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
         # tests/faults/test_fault_orchestrator_kill.py kills an orchestrator mid-session)
         pid_file = stdout_path.parent / AGENT_PID
         pid_file.write_text(f"{proc.pid}\n")
+        deadline, rc = t0 + timeout_s, None
         try:
-            rc: int | None = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            rc = None
+            while rc is None:
+                wait = deadline - time.monotonic()
+                try:
+                    rc = proc.wait(timeout=max(0.0, min(wait, 1.0) if give_up else wait))
+                except subprocess.TimeoutExpired:
+                    reason = give_up(stdout_path.read_text(errors="replace")) if give_up else ""
+                    if reason or time.monotonic() >= deadline:
+                        _kill_group(proc)
+                        break
         finally:
             ACTIVE.discard(proc)
             pid_file.unlink(missing_ok=True)
     return ProcResult(rc, stdout_path.read_text(errors="replace"),
-                      stderr_path.read_text(errors="replace"), time.monotonic() - t0)
+                      stderr_path.read_text(errors="replace"), time.monotonic() - t0, reason)
 
 
 ACTIVE: set[subprocess.Popen] = set()     # CLI sessions running now (killed when `start` ends)

@@ -15,15 +15,15 @@ unreadable even though it sits beside the readable run folder.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from orchestrator import experience, gitops
-from orchestrator.agents import base
+from orchestrator.agents import base, clis
 
 EXE = "claude"
-INSTALL_HINT = "install it with `npm install -g @anthropic-ai/claude-code` and log in (`claude /login`)"
+INSTALL_HINT = ("install it with `bash scripts/install_agent_clis.sh` (or `npm install -g "
+                "@anthropic-ai/claude-code`) and log in (`claude /login`) or set ANTHROPIC_API_KEY")
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
                   "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CONFIG_DIR")
 
@@ -50,9 +50,9 @@ def permissions(ctx: base.SessionContext) -> tuple[list[str], list[str]]:
     return allow, deny
 
 
-def build_argv(ctx: base.SessionContext, settings: Path) -> list[str]:
+def build_argv(ctx: base.SessionContext, settings: Path, exe: str = EXE) -> list[str]:
     allow, _ = permissions(ctx)
-    return [EXE, "-p", ctx.prompt,
+    return [exe, "-p", ctx.prompt,
             "--append-system-prompt-file", str(ctx.skill_path),
             "--setting-sources", "", "--settings", str(settings),
             "--add-dir", str(ctx.run_dir), str(Path(ctx.experience_dir or experience.pool_dir())),
@@ -65,7 +65,8 @@ def build_argv(ctx: base.SessionContext, settings: Path) -> list[str]:
 
 def run(ctx: base.SessionContext) -> base.SessionResult:
     res = base.SessionResult(ctx.agent, ctx.session_id, base.FAILED)
-    if shutil.which(EXE) is None:
+    exe = clis.find("claude-code")
+    if exe is None:
         res.status, res.reason = base.UNAVAILABLE, f"claude is not installed: {INSTALL_HINT}."
         return res
     allow, deny = permissions(ctx)
@@ -75,7 +76,7 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     env = base.clean_env(ctx, keep=CREDENTIAL_ENV)
     env.update({"CLAUDE_CODE_MAX_RETRIES": "2", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"})
     dirty = set(gitops.dirty_paths(ctx.workspace))
-    proc = base.run_process(build_argv(ctx, settings), cwd=ctx.workspace, env=env,
+    proc = base.run_process(build_argv(ctx, settings, exe), cwd=ctx.workspace, env=env,
                             timeout_s=ctx.time_limit_s, stdout_path=ctx.session_dir / "transcript.json",
                             stderr_path=ctx.session_dir / "stderr.txt")
     res.transcript = str(ctx.session_dir / "transcript.json")

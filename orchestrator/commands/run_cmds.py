@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from orchestrator import diagnostics, ledger
+from orchestrator.agents import clis
 from orchestrator.commands.common import add_experiment_args, experiment_arg, only_experiment
 from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
@@ -381,26 +382,10 @@ def _check_agent(agent: str, agent_cmd: list[str] | None, required: bool) -> Non
 
 # -- agents -----------------------------------------------------------------------------------
 def agent_usable(agent: str, agent_cmd: list[str] | None = None) -> tuple[bool, str]:
-    """(usable, why) for one adapter, from what this machine has: its CLI on PATH and credentials
-    where the adapter's CLI needs them (the files and variables the CLIs read)."""
-    if agent == "claude-code":
-        claude = shutil.which("claude")
-        creds = bool(any(os.environ.get(k) for k in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                                                     "CLAUDE_CODE_OAUTH_TOKEN"))
-                     or (Path(os.environ.get("CLAUDE_CONFIG_DIR", Path.home() / ".claude"))
-                         / ".credentials.json").exists())
-        if not claude:
-            return False, "claude is not installed (npm install -g @anthropic-ai/claude-code)"
-        return creds, (f"{claude}; credentials found" if creds else
-                       f"{claude} has no credentials (ANTHROPIC_API_KEY or `claude /login`)")
-    if agent == "codex":
-        codex = shutil.which("codex")
-        creds = bool(os.environ.get("OPENAI_API_KEY") or
-                     (Path(os.environ.get("CODEX_HOME", Path.home() / ".codex")) / "auth.json").exists())
-        if not codex:
-            return False, "codex is not installed (npm install -g @openai/codex)"
-        return creds, (f"{codex}; credentials found" if creds else
-                       f"{codex} has no credentials (OPENAI_API_KEY or `codex login`)")
+    """(usable, why) for one adapter, from what this machine has: its CLI (on PATH or installed by
+    scripts/install_agent_clis.sh) and credentials where the adapter's CLI needs them."""
+    if agent in ("claude-code", "codex"):
+        return clis.usable(agent)
     if agent == "command":
         if agent_cmd and shutil.which(agent_cmd[0]) is None:
             return False, f"{agent_cmd[0]} is not an executable on PATH"
@@ -414,10 +399,18 @@ def agent_availability() -> list[tuple[str, bool, str]]:
 
 
 def cmd_agents(args) -> int:
+    """Each adapter: usable or not and why; for the CLIs also the executable, its version beside
+    the pinned one, the credentials found and how the adapter's last session ended."""
+    root = runs_dir(args.runs_dir)
     t = Table(title="meta-agent adapters")
-    for col in ("agent", "usable", "why"):
-        t.add_column(col)
+    for col in ("agent", "usable", "cli", "version", "credentials", "last session"):
+        t.add_column(col, overflow="fold")
     for name, ok, why in agent_availability():
-        t.add_row(name, "yes" if ok else "no", why)
+        if name in ("claude-code", "codex"):
+            row = clis.describe(name, root)
+            t.add_row(name, "yes" if ok else "no", row["cli"], row["version"], row["credentials"],
+                      row["last session"])
+        else:
+            t.add_row(name, "yes" if ok else "no", why, "-", "-", "-")
     Console().print(t)
     return 0

@@ -44,6 +44,7 @@ def test_start_stop_status_through_the_cli(tmp_path):
 
 def test_agents_lists_why_an_adapter_is_unusable(capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
     assert main(["agents"]) == 0
     out = capsys.readouterr().out
     assert "builtin" in out and "claude is not installed" in out and "codex is not installed" in out
@@ -112,6 +113,7 @@ def test_start_refuses_a_missing_agent_cli_before_the_trainer_with_require_agent
     from orchestrator.commands import run_cmds
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
     monkeypatch.setattr(run_cmds, "run_experiment", lambda *a, **k: pytest.fail("the trainer started"))
     for agent, cli in (("claude-code", "claude"), ("codex", "codex")):
         assert main(["--runs-dir", str(tmp_path), "start", "--agent", agent, "--bench", "usergym",
@@ -132,6 +134,7 @@ def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, m
         return SimpleNamespace(runs=[{"name": "run-001", "state": "finished"}]), "finished"
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
     monkeypatch.setattr(run_cmds, "run_experiment", fake_run)
     assert main(["--runs-dir", str(tmp_path), "start", "--agent", "claude-code", "--bench", "usergym",
                  "--exp", "x", "--no-live"]) == 0

@@ -27,6 +27,7 @@ def exp(tmp_path, monkeypatch):
 def fakes_on_path(monkeypatch, tmp_path):
     log = tmp_path / "fake-calls.jsonl"
     monkeypatch.setenv("PATH", f"{FAKES}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")     # the real CLIs of .agent-clis/ never stand in
     monkeypatch.setenv("FAKE_LOG", str(log))
     return log
 
