@@ -83,7 +83,7 @@ def codex_provider() -> dict[str, Any] | None:
 
 
 def credentials(agent: str) -> tuple[bool, str]:
-    """(found, what): the variables and files each CLI reads its credentials from."""
+    """(found, which) or (not found, what to do): from the variables and files each CLI reads."""
     if agent == "claude-code":
         url = os.environ.get("ANTHROPIC_BASE_URL")
         where = f" for {url}" if url else ""
@@ -93,19 +93,19 @@ def credentials(agent: str) -> tuple[bool, str]:
         login = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude") / ".credentials.json"
         if login.exists():
             return True, f"logged in ({login})"
-        return False, "none: set ANTHROPIC_API_KEY or run `claude /login`"
+        return False, "set ANTHROPIC_API_KEY or run `claude /login`"
     provider = codex_provider()
     if provider:
         key = provider.get("env_key")
         where = f"provider {provider['id']!r} at {provider.get('base_url', '?')}"
         if key and not os.environ.get(key):
-            return False, f"{where} wants ${key}, which is not set"
+            return False, f"set ${key}, which {where} wants"
         return True, where + (f" with ${key}" if key else " (no key)")
     if os.environ.get("OPENAI_API_KEY"):
         return True, "OPENAI_API_KEY"
     if (codex_home() / "auth.json").exists():
         return True, f"logged in ({codex_home() / 'auth.json'})"
-    return False, "none: set OPENAI_API_KEY or run `codex login`"
+    return False, "set OPENAI_API_KEY or run `codex login`"
 
 
 def last_session(agent: str, runs_root: Path) -> dict[str, Any] | None:
@@ -124,7 +124,7 @@ def usable(agent: str) -> tuple[bool, str]:
     if exe is None:
         return False, f"{EXE[agent]} is not installed: {INSTALL}"
     ok, creds = credentials(agent)
-    return ok, f"{exe}; credentials: {creds}"
+    return ok, f"{exe}, credentials: {creds}" if ok else f"{EXE[agent]} has no credentials: {creds}"
 
 
 def describe(agent: str, runs_root: Path) -> dict[str, str]:
@@ -132,13 +132,13 @@ def describe(agent: str, runs_root: Path) -> dict[str, str]:
     exe = find(agent)
     ver = version(exe) if exe else None
     pin = pinned(agent)
-    _, creds = credentials(agent)
+    found, creds = credentials(agent)
     last = last_session(agent, runs_root)
     return {
-        "cli": exe or f"not installed: {INSTALL}",
+        "cli": exe or f"{EXE[agent]} is not installed: {INSTALL}",
         "version": ("-" if not exe else "? (--version failed)" if ver is None else
                     ver if ver == pin else f"{ver} (tested: {pin})"),
-        "credentials": creds,
+        "credentials": creds if found else f"none: {creds}",
         "last session": _last_text(last),
     }
 

@@ -400,17 +400,14 @@ def agent_availability() -> list[tuple[str, bool, str]]:
 
 def cmd_agents(args) -> int:
     """Each adapter: usable or not and why; for the CLIs also the executable, its version beside
-    the pinned one, the credentials found and how the adapter's last session ended."""
+    the pinned one, the credentials found and how the adapter's last session ended. Plain lines,
+    one fact each (a table of six columns folds every cell on an 80-column terminal)."""
     root = runs_dir(args.runs_dir)
-    t = Table(title="meta-agent adapters")
-    for col in ("agent", "usable", "cli", "version", "credentials", "last session"):
-        t.add_column(col, overflow="fold")
     for name, ok, why in agent_availability():
-        if name in ("claude-code", "codex"):
-            row = clis.describe(name, root)
-            t.add_row(name, "yes" if ok else "no", row["cli"], row["version"], row["credentials"],
-                      row["last session"])
-        else:
-            t.add_row(name, "yes" if ok else "no", why, "-", "-", "-")
-    Console().print(t)
+        if name not in ("claude-code", "codex"):
+            print(f"{name}: {'usable' if ok else 'not usable'} ({why})")
+            continue
+        print(f"{name}: {'usable' if ok else 'not usable'}")
+        for key, value in clis.describe(name, root).items():
+            print(f"  {key + ':':<14}{value}")
     return 0
