@@ -37,7 +37,7 @@ def permissions(ctx: base.SessionContext) -> tuple[list[str], list[str]]:
     git only for status/diff/log/add/commit; the skill's scripts; never the eval folder."""
     ws, pool = ctx.workspace, Path(ctx.experience_dir or experience.pool_dir())
     scripts = ctx.skill_path.parent / "scripts"
-    allow = ["Glob", "Grep", "LS",
+    allow = ["Glob", "Grep",
              f"Read({_abs(ws)}/**)", f"Edit({_abs(ws)}/**)",
              f"Read({_abs(ctx.run_dir)}/**)", f"Read({_abs(ctx.exp_dir)}/ledger.jsonl)",
              f"Read({_abs(ctx.skill_path.parent)}/**)",

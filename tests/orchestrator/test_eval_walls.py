@@ -157,8 +157,11 @@ def test_adapters_are_never_given_the_eval_folder(agent_exp):
     argv = claude_code.build_argv(ctx, agent_exp / "settings.json")
     assert not any(eval_dir in a for a in argv)
     assert str(agent_exp) not in argv                                  # no --add-dir of the exp
-    assert not any(eval_dir in a for a in codex.build_argv(_ctx(agent_exp, "codex", prompt="x"),
-                                                           "last.txt"))
+    # codex names the folder once: as the "none" (no access) entry of its permission profile
+    named = [a for a in codex.build_argv(_ctx(agent_exp, "codex", prompt="x"), "last.txt")
+             if str((agent_exp / "eval").resolve()) in a]
+    assert len(named) == 1 and named[0].startswith("permissions.eau_session.filesystem=")
+    assert f'"{(agent_exp / "eval").resolve()}"="none"' in named[0]
 
 
 AUDIT_BUILTIN = r"""

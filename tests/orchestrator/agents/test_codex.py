@@ -1,6 +1,7 @@
-"""The codex adapter against a fake `codex` that behaves like the real 0.171.0: `exec --sandbox
-workspace-write -C WS --json -o FILE`, no --full-auto, .git read-only so the adapter commits with
-the agent's last message, hangs killed, writes outside refused by the sandbox, no credentials."""
+"""The codex adapter against a fake `codex` that behaves like 0.171.0: `exec -C WS` under the
+adapter's permission profile, `--json -o FILE`, no --full-auto, .git read-only so the adapter
+commits with the agent's last message, hangs killed, writes outside refused by the sandbox, no
+credentials. (tests/e2e/test_real_clis.py runs the real CLI.)"""
 import json
 import subprocess
 
@@ -20,7 +21,10 @@ def test_edits_committed_with_the_agents_message(exp, fakes_on_path, monkeypatch
     assert "Eau-Agent: codex" in msg
     call = json.loads(fakes_on_path.read_text().splitlines()[0])
     argv = call["argv"]
-    assert argv[:3] == ["exec", "--sandbox", "workspace-write"] and "--full-auto" not in argv
+    assert argv[0] == "exec" and "--full-auto" not in argv and "--sandbox" not in argv
+    assert 'default_permissions="eau_session"' in argv          # a --sandbox would void the profile
+    profile = next(a for a in argv if a.startswith("permissions.eau_session.filesystem="))
+    assert f'"{(exp / "eval").resolve()}"="none"' in profile and '":project_roots"={"."="write"}' in profile
     assert argv[argv.index("-C") + 1] == str(ctx.workspace) and "--json" in argv and "-o" in argv
     assert "openai_base_url=http://127.0.0.1:9/v1" in argv and call["stdin_devnull"]
 
