@@ -1,14 +1,26 @@
 """Claude Code as the meta-agent: `claude -p` with the EAU skill, isolated settings and narrow tools.
 
-Facts seen running claude-code 2.1.197 that shape the command line (tests/fakes/claude mimics it):
+Facts seen with claude-code 2.1.197 and checked again with 2.1.332, the pinned version
+(scripts/agent_clis.txt; its requests read from its own traffic to orchestrator/agents/scripted.py),
+that shape the command line:
 - under `--setting-sources ""` no project skill is found, so the skill goes in through
-  `--append-system-prompt-file`; our own `--settings FILE` carries the permission rules;
+  `--append-system-prompt-file` (a flag `--help` no longer lists, still accepted: the skill's text
+  is in the system prompt of every recorded request); our own `--settings FILE` carries the
+  permission rules. A settings file that fails validation is silently ignored under `-p`
+  (`--help`), so the end-to-end test checks that its deny rules answer;
 - `--allowedTools` takes every word after it, so the prompt comes before it;
 - as root `bypassPermissions` is refused: `--permission-mode dontAsk` with allow rules, where
-  anything not allowed is denied (and reported in `permission_denials`);
+  anything not allowed is denied ("...denied because Claude Code is running in don't ask mode"),
+  a deny rule answers "Permission to use Bash with command ... has been denied" or "File is in a
+  directory that is denied by your permission settings"; all are listed in `permission_denials`.
+  A compound command (`git add F && git commit -m M`) is allowed when each part is;
+- its tools in 2.1.332: Bash, Read, Edit, Write, Glob, Grep, Skill, Agent and a few more (no LS);
 - the JSON result says `subtype: "success"` even on failure: `is_error` and the exit code decide;
-- without credentials it exits 1 at once ("Not logged in"); with a bad key it retries for minutes,
-  so CLAUDE_CODE_MAX_RETRIES bounds that; it waits on an open stdin, so stdin is /dev/null.
+- without credentials it exits 1 at once ("Not logged in"); a key the endpoint refuses ends it in
+  3 s with `api_error_status` 401; an endpoint it cannot reach ends it in 3 s with
+  `terminal_reason` "api_error" and no status ("Connection refused ... (ECONNREFUSED)"), both
+  with CLAUDE_CODE_MAX_RETRIES=2 (without it a bad key is retried for minutes); it waits on an
+  open stdin, so stdin is /dev/null.
 Permission rule paths starting with `//` are absolute; deny beats allow, so runs/NAME/eval/ stays
 unreadable even though it sits beside the readable run folder.
 """
@@ -88,6 +100,11 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         res.status, res.reason = base.TIMEOUT, f"killed at its time limit of {ctx.time_limit_s:.0f} s"
     elif "not logged in" in (text + proc.stdout + proc.stderr).lower():
         res.status, res.reason = base.UNAVAILABLE, f"claude has no credentials (Not logged in): {INSTALL_HINT}."
+    elif out.get("api_error_status") in (401, 403):
+        res.status, res.reason = base.UNAVAILABLE, f"claude's credentials were refused: {text.strip()[:300]}"
+    elif out.get("terminal_reason") == "api_error" and out.get("api_error_status") is None:
+        res.status, res.reason = base.UNAVAILABLE, \
+            f"claude cannot reach its model endpoint (offline?): {text.strip()[:300]}"
     elif proc.returncode != 0 or out.get("is_error") or not out:
         tail = (text or proc.stderr or proc.stdout).strip()[-300:]
         res.reason = f"claude exited {proc.returncode}: {tail or 'no output'}"
