@@ -21,7 +21,10 @@ A call is one of `shell` (a command), `read` (a path), `write` ({path, content})
 old, new}) or `tool` ({name, input}: sent as it is); each is written as that CLI's own tool
 (Bash/Read/Write/Edit for Claude Code, exec_command for Codex). The turn to answer is worked out
 from the request itself (one past the highest turn whose call ids its history carries), so a CLI
-that retries a request gets the same turn again. A request without the CLI's shell tool among its
+that retries a request gets the same turn again. "turns" serve the first conversation (the first
+CLI process: both send a session id header with every request); every later one gets the
+optional "then" list, or at once the message that the script has ended, so a loop that starts a
+second session does not replay the first one's edits. A request without the CLI's shell tool among its
 tools (a side call: a title, a summary) gets a one-line text answer and does not advance the
 script. Every request is appended to the record as it arrives (one JSON line, credentials
 redacted), so a test reads what the CLI sent back: the system prompt, tool results, denials.
@@ -52,8 +55,10 @@ _CALL_ID = re.compile(r"eau_t(\d+)_(\d+)_([A-Za-z0-9_-]*)")
 
 # ----------------------------------------------------------------------------- the script
 
-def load_script(source: str | Path | dict) -> list[dict[str, Any]]:
-    """The script's turns, checked: each turn has text or calls, each call exactly one action."""
+def load_script(source: str | Path | dict) -> dict[str, list[dict[str, Any]]]:
+    """The script's "turns" (the first conversation) and "then" (every later one; none: the
+    end-of-script message at once), checked: each turn has text or calls, each call exactly one
+    action, and each list ends with a turn of text only."""
     name = "script" if isinstance(source, dict) else str(source)
     if isinstance(source, dict):
         data = source
@@ -67,21 +72,25 @@ def load_script(source: str | Path | dict) -> list[dict[str, Any]]:
     if not isinstance(turns, list) or not turns:
         raise UserError(f"{name} has no \"turns\" list: give {{\"turns\": [{{\"say\": ..., "
                         f"\"calls\": [...]}}, ...]}}.")
-    for t, turn in enumerate(turns):
-        if not isinstance(turn, dict) or not (turn.get("say") or turn.get("calls")):
-            raise UserError(f"{name}: turn {t} has neither \"say\" text nor \"calls\": give one.")
-        for c, call in enumerate(turn.get("calls") or []):
-            acts = [a for a in ACTIONS if a in call] if isinstance(call, dict) else []
-            if len(acts) != 1:
-                raise UserError(f"{name}: turn {t} call {c} must have exactly one of "
-                                f"{', '.join(ACTIONS)}.")
-            if not re.fullmatch(r"[A-Za-z0-9_-]*", str(call.get("id", ""))):
-                raise UserError(f"{name}: turn {t} call {c} id {call['id']!r} may hold only "
-                                f"letters, digits, '_' and '-' (it goes into the tool call id).")
-    if turns[-1].get("calls"):
-        raise UserError(f"{name}: the last turn has calls, so the CLI would wait for a turn "
-                        f"that never comes: end with a turn of text only.")
-    return turns
+    then = data.get("then", [])
+    if not isinstance(then, list):
+        raise UserError(f"{name}: \"then\" must be a list of turns, like \"turns\".")
+    for key, seq in (("turns", turns), ("then", then)):
+        for t, turn in enumerate(seq):
+            if not isinstance(turn, dict) or not (turn.get("say") or turn.get("calls")):
+                raise UserError(f"{name}: {key}[{t}] has neither \"say\" text nor \"calls\": give one.")
+            for c, call in enumerate(turn.get("calls") or []):
+                acts = [a for a in ACTIONS if a in call] if isinstance(call, dict) else []
+                if len(acts) != 1:
+                    raise UserError(f"{name}: {key}[{t}] call {c} must have exactly one of "
+                                    f"{', '.join(ACTIONS)}.")
+                if not re.fullmatch(r"[A-Za-z0-9_-]*", str(call.get("id", ""))):
+                    raise UserError(f"{name}: {key}[{t}] call {c} id {call['id']!r} may hold only "
+                                    f"letters, digits, '_' and '-' (it goes into the tool call id).")
+        if seq and seq[-1].get("calls"):
+            raise UserError(f"{name}: the last turn of \"{key}\" has calls, so the CLI would wait "
+                            f"for a turn that never comes: end with a turn of text only.")
+    return {"turns": turns, "then": then}
 
 
 def call_id(prefix: str, turn: int, index: int, call: dict[str, Any]) -> str:
@@ -286,7 +295,9 @@ class ScriptedEndpoint:
 
     def __init__(self, script: str | Path | dict, record: Path | str, *, host: str = "127.0.0.1",
                  port: int = 0, status: int = 200):
-        self.turns = load_script(script)
+        loaded = load_script(script)
+        self.turns, self.then = loaded["turns"], loaded["then"]
+        self.conversations: dict[str, int] = {}
         self.record = Path(record)
         self.record.parent.mkdir(parents=True, exist_ok=True)
         self.status = status
@@ -327,14 +338,25 @@ class ScriptedEndpoint:
             with open(self.record, "a") as f:      # one line per request, flushed as it comes
                 f.write(json.dumps(entry) + "\n")
 
-    def answer(self, api: str, body: dict[str, Any]) -> tuple[int | None, dict[str, Any] | None, str]:
+    def conversation(self, headers: dict[str, str]) -> int:
+        """0 for the first conversation seen, 1 for the next...: each CLI process is one, named
+        by the session id header it sends with every request (X-Claude-Code-Session-Id from
+        Claude Code, session-id from Codex)."""
+        lower = {k.lower(): v for k, v in headers.items()}
+        key = lower.get("x-claude-code-session-id") or lower.get("session-id") or ""
+        with self._lock:
+            return self.conversations.setdefault(key, len(self.conversations))
+
+    def answer(self, api: str, body: dict[str, Any], conversation: int
+               ) -> tuple[int | None, dict[str, Any] | None, str]:
         """(turn index or None for a side call, the turn or None when past the end, text override)."""
         if not is_main(api, body):
             return None, None, SIDE_REPLY
+        turns = self.turns if conversation == 0 else self.then
         index = history_turn(body)
-        if index >= len(self.turns):
+        if index >= len(turns):
             return index, None, END_REPLY
-        return index, self.turns[index], ""
+        return index, turns[index], ""
 
 
 def _handler(ep: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
@@ -398,8 +420,9 @@ def _handler(ep: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 err = {"type": "error", "error": {"type": "authentication_error",
                                                   "message": f"scripted status {ep.status}"}}
                 return self._send(ep.status, json.dumps(err).encode())
-            index, turn, text = ep.answer(api, body)
-            ep.log({**entry, "turn": index, "reply": text or "turn"})
+            conversation = ep.conversation(dict(self.headers))
+            index, turn, text = ep.answer(api, body, conversation)
+            ep.log({**entry, "conversation": conversation, "turn": index, "reply": text or "turn"})
             model = str(body.get("model") or "scripted")
             n = index if index is not None else 0
             if api == "anthropic" and not body.get("stream"):
