@@ -50,6 +50,32 @@ def test_agents_lists_why_an_adapter_is_unusable(capsys, monkeypatch):
     assert "builtin" in out and "claude is not installed" in out and "codex is not installed" in out
 
 
+def test_agents_shows_each_clis_version_credentials_and_last_session(tmp_path, monkeypatch, capsys):
+    from orchestrator import ledger
+
+    monkeypatch.setenv("PATH", f"{FAKES}:/usr/bin:/bin")
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))     # no login, no config
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    runs = tmp_path / "runs"
+    for exp, agent, sid, status, reason, ts in (
+            ("a", "claude-code", "s001", "ok", "Raised entropy", 1.0),
+            ("b", "claude-code", "s004", "failed", "claude exited 1: boom", 2.0),
+            ("a", "codex", "s002", "unavailable", "codex cannot reach its model endpoint (offline)", 1.5)):
+        ledger.append_line(runs / exp, {"type": "session", "ts": ts, "agent": agent, "session_id": sid,
+                                        "status": status, "reason": reason, "duration_s": 3.2})
+    assert main(["--runs-dir", str(runs), "agents"]) == 0
+    out = capsys.readouterr().out
+    claude, codex = out.split("claude-code:")[1].split("codex:")
+    assert claude.startswith(" usable") and f"cli:          {FAKES / 'claude'}" in claude
+    assert "version:      2.1.332\n" in claude and "credentials:  ANTHROPIC_API_KEY\n" in claude
+    assert "last session: did not work: failed (b s004, 3 s): claude exited 1: boom" in claude
+    assert codex.startswith(" not usable") and "version:      0.171.0\n" in codex
+    assert "credentials:  none: set OPENAI_API_KEY or run `codex login`" in codex
+    assert "last session: did not work: unavailable (a s002, 3 s): codex cannot reach" in codex
+
+
 def test_bad_input_ends_in_one_sentence(tmp_path, capsys):
     assert main(["--runs-dir", str(tmp_path), "start", "--exp", "nope"]) == 2
     err = capsys.readouterr().err
