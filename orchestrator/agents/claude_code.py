@@ -9,6 +9,9 @@ that shape the command line:
   permission rules. A settings file that fails validation is silently ignored under `-p`
   (`--help`), so the end-to-end test checks that its deny rules answer;
 - `--allowedTools` takes every word after it, so the prompt comes before it;
+- `--output-format stream-json` (with `--verbose`, which -p requires for it) writes each message,
+  tool result and permission denial as it happens, so runs/NAME/agents/sNNN/transcript.jsonl can
+  be followed live; its last line is the result object `--output-format json` would print;
 - as root `bypassPermissions` is refused: `--permission-mode dontAsk` with allow rules, where
   anything not allowed is denied ("...denied because Claude Code is running in don't ask mode"),
   a deny rule answers "Permission to use Bash with command ... has been denied" or "File is in a
@@ -70,7 +73,7 @@ def build_argv(ctx: base.SessionContext, settings: Path, exe: str = EXE) -> list
             "--add-dir", str(ctx.run_dir), str(Path(ctx.experience_dir or experience.pool_dir())),
             str(ctx.skill_path.parent),
             "--permission-mode", "dontAsk", "--max-turns", str(ctx.max_turns),
-            "--output-format", "json",
+            "--output-format", "stream-json", "--verbose",
             *(["--max-budget-usd", f"{ctx.budget_usd:g}"] if ctx.budget_usd else []),
             "--allowedTools", *allow]          # last: it swallows every word after it
 
@@ -89,9 +92,9 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     env.update({"CLAUDE_CODE_MAX_RETRIES": "2", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"})
     dirty = set(gitops.dirty_paths(ctx.workspace))
     proc = base.run_process(build_argv(ctx, settings, exe), cwd=ctx.workspace, env=env,
-                            timeout_s=ctx.time_limit_s, stdout_path=ctx.session_dir / "transcript.json",
+                            timeout_s=ctx.time_limit_s, stdout_path=ctx.session_dir / "transcript.jsonl",
                             stderr_path=ctx.session_dir / "stderr.txt")
-    res.transcript = str(ctx.session_dir / "transcript.json")
+    res.transcript = str(ctx.session_dir / "transcript.jsonl")
     out = _parse(proc.stdout)
     res.cost_usd, res.turns = out.get("total_cost_usd"), out.get("num_turns")
     res.denials = [_denial(d) for d in out.get("permission_denials") or []]
@@ -122,19 +125,16 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
 
 
 def _parse(stdout: str) -> dict:
-    """The `--output-format json` result object (the last JSON object printed)."""
+    """The session's result object: the last line of type "result" of `--output-format
+    stream-json` (one JSON object a line: init, each message and tool result, the result)."""
     for line in reversed(stdout.strip().splitlines()):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and obj.get("type") == "result":
             return obj
-    try:
-        obj = json.loads(stdout)
-        return obj if isinstance(obj, dict) else {}
-    except json.JSONDecodeError:
-        return {}
+    return {}
 
 
 def _denial(d: dict) -> str:

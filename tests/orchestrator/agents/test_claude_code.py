@@ -29,7 +29,7 @@ def test_commit_carries_identity_and_trailers_and_flags_are_right(exp, fakes_on_
     assert argv[0] == "-p" and argv.index("--allowedTools") > 1     # prompt before --allowedTools
     assert argv[argv.index("--setting-sources") + 1] == ""
     assert argv[argv.index("--permission-mode") + 1] == "dontAsk"
-    assert argv[argv.index("--output-format") + 1] == "json"
+    assert argv[argv.index("--output-format") + 1] == "stream-json" and "--verbose" in argv
     assert "--append-system-prompt-file" in argv and argv[argv.index("--max-budget-usd") + 1] == "0.5"
     settings = json.loads(open(argv[argv.index("--settings") + 1]).read())
     assert any("/eval/" in r for r in settings["permissions"]["deny"])

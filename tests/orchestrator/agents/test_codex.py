@@ -43,3 +43,18 @@ def test_write_outside_refused_by_sandbox(exp, fakes_on_path):
 def test_no_credentials(exp, fakes_on_path):
     res = base.run_session(make_ctx(exp, "codex", extra_env={"FAKE_MODE": "nologin"}))
     assert res.status == base.UNAVAILABLE and "credentials" in res.reason
+
+
+def test_a_config_that_voids_the_profile_or_the_sandbox_is_refused_before_the_session(
+        exp, fakes_on_path, monkeypatch, tmp_path):
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('sandbox_mode = "workspace-write"\n')
+    res = base.run_session(make_ctx(exp, "codex"))
+    assert res.status == base.UNAVAILABLE and "sets sandbox_mode" in res.reason
+    assert "remove sandbox_mode" in res.reason and not fakes_on_path.exists()    # never started
+    (home / "config.toml").write_text('model = "x"\n')
+    monkeypatch.setenv("TMPDIR", str(tmp_path))          # CODEX_HOME now inside the temp folder
+    res = base.run_session(make_ctx(exp, "codex", session="s002"))
+    assert res.status == base.UNAVAILABLE and "inside the temporary folder" in res.reason
+    assert not fakes_on_path.exists()

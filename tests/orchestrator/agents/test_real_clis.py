@@ -17,7 +17,7 @@ from agent_clis import point_claude, point_codex, use_cli  # noqa: E402
 from orchestrator.agents import base, codex  # noqa: E402
 from orchestrator.agents.scripted import ScriptedEndpoint, request_text  # noqa: E402
 
-DONE = {"turns": [{"say": "Nothing needs fixing."}]}
+DONE = {"turns": [{"say": "Nothing needs fixing."}], "then": [{"say": "Nothing needs fixing."}]}
 SKILL_HEADING = "# EAU meta-agent skill"       # a line of skills/eau/SKILL.md
 
 
