@@ -374,10 +374,12 @@ def ensure_trailers(ctx: SessionContext, start: str) -> list[str]:
 
 
 class hidden_eval:
-    """Keep runs/NAME/eval/ unreadable while a CLI without read rules (codex, command) runs
-    (DESIGN.md: evaluation is walled off). A chmod is no barrier for root: there `wrap` runs the
-    CLI in its own mount namespace with the folder covered by an empty tmpfs and no capabilities
-    left to uncover it (tests/faults/test_fault_agent_reach.py), where unshare and setpriv work."""
+    """Keep runs/NAME/eval/ unreadable while a CLI without read rules (command; codex too, beside
+    its permission profile's own "none" entry) runs (DESIGN.md: evaluation is walled off). A chmod
+    is no barrier for root: there `wrap` runs the CLI in its own mount namespace with the folder
+    covered by an empty tmpfs and no capabilities left to uncover it
+    (tests/faults/test_fault_agent_reach.py), where unshare and setpriv work (codex does not take
+    `wrap`: its bubblewrap cannot map users without capabilities)."""
 
     def __init__(self, ctx: SessionContext):
         self.path, self.mode = ctx.exp_dir / "eval", None

@@ -61,6 +61,13 @@ def permission_profile(ctx: base.SessionContext) -> list[str]:
     return ["-c", f'default_permissions="{PROFILE}"', "-c", f"permissions.{PROFILE}.filesystem={fs}"]
 
 
+def credential_env() -> tuple[str, ...]:
+    """The variables the session's environment keeps: OpenAI's key, CODEX_HOME, and the key
+    variable (`env_key`) of the custom model provider config.toml selects."""
+    provider = clis.codex_provider()
+    return CREDENTIAL_ENV + ((str(provider["env_key"]),) if provider and provider.get("env_key") else ())
+
+
 def build_argv(ctx: base.SessionContext, last_message: str, exe: str = EXE) -> list[str]:
     argv = [exe, "exec", "-C", str(ctx.workspace), *permission_profile(ctx),
             "--skip-git-repo-check", "--json", "-o", last_message]
@@ -163,7 +170,7 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     dirty = set(gitops.dirty_paths(ctx.workspace))
     with base.hidden_eval(ctx):         # no wrap: see the module's docstring
         proc = base.run_process(build_argv(ctx, str(last), exe), cwd=ctx.workspace,
-                                env=base.clean_env(ctx, keep=CREDENTIAL_ENV), timeout_s=ctx.time_limit_s,
+                                env=base.clean_env(ctx, keep=credential_env()), timeout_s=ctx.time_limit_s,
                                 stdout_path=ctx.session_dir / "transcript.jsonl",
                                 stderr_path=ctx.session_dir / "stderr.txt", give_up=unreachable)
     res.transcript = str(ctx.session_dir / "transcript.jsonl")

@@ -7,7 +7,7 @@ import subprocess
 
 from conftest import make_ctx
 
-from orchestrator.agents import base
+from orchestrator.agents import base, codex
 
 
 def test_edits_committed_with_the_agents_message(exp, fakes_on_path, monkeypatch):
@@ -58,3 +58,15 @@ def test_a_config_that_voids_the_profile_or_the_sandbox_is_refused_before_the_se
     res = base.run_session(make_ctx(exp, "codex", session="s002"))
     assert res.status == base.UNAVAILABLE and "inside the temporary folder" in res.reason
     assert not fakes_on_path.exists()
+
+
+def test_the_key_variable_of_a_custom_provider_reaches_the_session(exp, fakes_on_path, monkeypatch, tmp_path):
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (home / "config.toml").write_text('model_provider = "local"\n[model_providers.local]\n'
+                                      'base_url = "http://127.0.0.1:9/v1"\nwire_api = "responses"\n'
+                                      'env_key = "LOCAL_MODEL_KEY"\n')
+    monkeypatch.setenv("LOCAL_MODEL_KEY", "k-local")
+    monkeypatch.setenv("UNRELATED_SECRET", "s")
+    env = base.clean_env(make_ctx(exp, "codex"), keep=codex.credential_env())
+    assert env["LOCAL_MODEL_KEY"] == "k-local" and "UNRELATED_SECRET" not in env
