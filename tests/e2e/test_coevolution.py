@@ -101,6 +101,9 @@ def test_cli_agents_through_the_loop_with_failing_sessions(agent, tmp_path, monk
     (home / "fake-modes.json").write_text(json.dumps(
         {"s001": "nologin", "s002": "hang", "s003": "outside", "s004": "edit"}))
     monkeypatch.setenv("HOME", str(home))
+    # HOME's .codex must lie outside the temporary folder (the codex adapter refuses it there)
+    (tmp_path / "tmpdir").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmpdir"))
     monkeypatch.setenv("PATH", f"{FAKES}:{Path(sys.executable).parent}:/usr/bin:/bin")
     monkeypatch.setenv("PYTHONPATH", str(FAKES))
     monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
