@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="${1:-${EAU_AGENT_CLIS:-.agent-clis}}"
 if ! command -v npm >/dev/null 2>&1; then
-    echo "install_agent_clis: npm is not installed: install Node.js 18 or newer (it brings npm), then run this again." >&2
+    echo "install_agent_clis: npm is not installed: install Node.js 18 or newer" \
+         "(it brings npm), then run this again." >&2
     exit 1
 fi
 mapfile -t pkgs < <(grep -v '^\s*#' scripts/agent_clis.txt | grep -v '^\s*$')

@@ -1,7 +1,7 @@
 """The codex adapter against a fake `codex` that behaves like 0.171.0: `exec -C WS` under the
 adapter's permission profile, `--json -o FILE`, no --full-auto, .git read-only so the adapter
 commits with the agent's last message, hangs killed, writes outside refused by the sandbox, no
-credentials. (tests/e2e/test_real_clis.py runs the real CLI.)"""
+credentials. (tests/e2e/test_real_cli_sessions.py runs the real CLI.)"""
 import json
 import subprocess
 

@@ -1,7 +1,8 @@
 """The scripted model endpoint over HTTP, without the CLIs: both APIs' event streams parsed back,
 the turn taken from the request's history (a retry gets the same turn), side calls and later
 conversations never replay the script, every request recorded with its key redacted, and a bad
-script refused in one sentence. (test_real_clis.py and tests/e2e/test_real_clis.py run the CLIs.)"""
+script refused in one sentence. (test_real_cli_flags.py and tests/e2e/test_real_cli_sessions.py
+run the CLIs.)"""
 import json
 
 import httpx

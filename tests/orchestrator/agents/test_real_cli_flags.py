@@ -2,7 +2,7 @@
 every flag and `-c` key an adapter passes is accepted by that version, and a CLI that cannot reach
 its model, or whose key is refused, ends its session at once as unavailable with the reason.
 Skipped with the reason when the CLI is absent and cannot be installed (tests/agent_clis.py).
-(tests/e2e/test_real_clis.py runs whole scripted sessions with the trainer.)"""
+(tests/e2e/test_real_cli_sessions.py runs whole scripted sessions with the trainer.)"""
 import json
 import socket
 import subprocess
