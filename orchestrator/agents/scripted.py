@@ -9,7 +9,9 @@ their own recorded traffic (claude-code 2.1.332, codex-cli 0.171.0):
   message_stop); Claude Code calls it at `ANTHROPIC_BASE_URL` and first probes `HEAD /api/hello`;
 - the OpenAI Responses API: `POST /v1/responses` with `"stream": true`, answered as
   response.created, response.output_item.added/done, response.completed; Codex calls it for a
-  custom model provider with `wire_api = "responses"` (the only wire API 0.171.0 accepts).
+  custom model provider with `wire_api = "responses"` (the only wire API 0.171.0 accepts) and a
+  model name it does not know (`scripted`): for one of OpenAI's (gpt-*) it sends a "lite"
+  request without `tools`, which this server takes for a side call.
 
 It replays a script of model turns, each some text and tool calls, the last one text only:
 
@@ -454,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"serving {len(ep.turns)} turns at {ep.url}; recording to {ep.record}\n"
           f"  Claude Code: ANTHROPIC_BASE_URL={ep.url} ANTHROPIC_API_KEY=scripted claude -p ...\n"
-          f"  Codex: codex exec -c model_provider=scripted "
+          f"  Codex: codex exec -c model=scripted -c model_provider=scripted "
           f"-c 'model_providers.scripted={{name=\"scripted\", base_url=\"{ep.url}/v1\", "
           f"wire_api=\"responses\"}}' ...", flush=True)
     try:
