@@ -208,7 +208,7 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def anthropic_events(turn: dict[str, Any] | None, index: int, model: str, text: str = "") -> list[bytes]:
+def anthropic_events(turn: dict[str, Any], index: int, model: str) -> list[bytes]:
     """One assistant message as Anthropic's stream: text block, then one tool_use block per call."""
     msg_id = f"msg_eau_{index}_{int(time.time() * 1000)}"
     usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0,
@@ -216,11 +216,10 @@ def anthropic_events(turn: dict[str, Any] | None, index: int, model: str, text: 
     out = [_sse("message_start", {"type": "message_start", "message": {
         "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": usage}})]
-    say = text or (turn or {}).get("say", "")
     blocks: list[tuple[dict, dict]] = []
-    if say:
-        blocks.append(({"type": "text", "text": ""}, {"type": "text_delta", "text": say}))
-    for i, call in enumerate((turn or {}).get("calls") or []):
+    if turn.get("say"):
+        blocks.append(({"type": "text", "text": ""}, {"type": "text_delta", "text": turn["say"]}))
+    for i, call in enumerate(turn.get("calls") or []):
         name, inp = anthropic_tool(call)
         blocks.append(({"type": "tool_use", "id": call_id("toolu_", index, i, call), "name": name,
                         "input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(inp)}))
@@ -229,7 +228,7 @@ def anthropic_events(turn: dict[str, Any] | None, index: int, model: str, text: 
                                              "content_block": start}),
                 _sse("content_block_delta", {"type": "content_block_delta", "index": b, "delta": delta}),
                 _sse("content_block_stop", {"type": "content_block_stop", "index": b})]
-    stop = "tool_use" if (turn or {}).get("calls") and not text else "end_turn"
+    stop = "tool_use" if turn.get("calls") else "end_turn"
     out += [_sse("message_delta", {"type": "message_delta",
                                    "delta": {"stop_reason": stop, "stop_sequence": None},
                                    "usage": {"output_tokens": 20}}),
@@ -237,38 +236,33 @@ def anthropic_events(turn: dict[str, Any] | None, index: int, model: str, text: 
     return out
 
 
-def anthropic_message(turn: dict[str, Any] | None, index: int, model: str, text: str = "") -> dict:
+def anthropic_message(turn: dict[str, Any], index: int, model: str) -> dict:
     """The same message, not streamed (a request without `"stream": true`)."""
-    content: list[dict[str, Any]] = []
-    say = text or (turn or {}).get("say", "")
-    if say:
-        content.append({"type": "text", "text": say})
-    for i, call in enumerate((turn or {}).get("calls") or []):
+    content: list[dict[str, Any]] = [{"type": "text", "text": turn["say"]}] if turn.get("say") else []
+    for i, call in enumerate(turn.get("calls") or []):
         name, inp = anthropic_tool(call)
         content.append({"type": "tool_use", "id": call_id("toolu_", index, i, call), "name": name,
                         "input": inp})
     return {"id": f"msg_eau_{index}", "type": "message", "role": "assistant", "model": model,
             "content": content, "stop_sequence": None,
-            "stop_reason": "tool_use" if (turn or {}).get("calls") and not text else "end_turn",
+            "stop_reason": "tool_use" if turn.get("calls") else "end_turn",
             "usage": {"input_tokens": 10, "output_tokens": 20}}
 
 
-def responses_events(turn: dict[str, Any] | None, index: int, model: str, text: str = "") -> list[bytes]:
+def responses_events(turn: dict[str, Any], index: int, model: str) -> list[bytes]:
     """One model turn as the Responses API's stream: a message item, then one function_call item
     per call, then response.completed carrying them all."""
     resp_id = f"resp_eau_{index}_{int(time.time() * 1000)}"
     items: list[dict[str, Any]] = []
-    say = text or (turn or {}).get("say", "")
-    if say:
+    if turn.get("say"):
         items.append({"type": "message", "id": f"msg_eau_{index}", "role": "assistant",
                       "status": "completed",
-                      "content": [{"type": "output_text", "text": say, "annotations": []}]})
-    if not text:
-        for i, call in enumerate((turn or {}).get("calls") or []):
-            name, args = codex_tool(call)
-            items.append({"type": "function_call", "id": f"fc_eau_{index}_{i}", "status": "completed",
-                          "call_id": call_id("call_", index, i, call), "name": name,
-                          "arguments": json.dumps(args)})
+                      "content": [{"type": "output_text", "text": turn["say"], "annotations": []}]})
+    for i, call in enumerate(turn.get("calls") or []):
+        name, args = codex_tool(call)
+        items.append({"type": "function_call", "id": f"fc_eau_{index}_{i}", "status": "completed",
+                      "call_id": call_id("call_", index, i, call), "name": name,
+                      "arguments": json.dumps(args)})
     base = {"id": resp_id, "object": "response", "created_at": int(time.time()), "model": model}
     out = [_sse("response.created", {"type": "response.created",
                                      "response": {**base, "status": "in_progress", "output": []}})]
@@ -278,7 +272,7 @@ def responses_events(turn: dict[str, Any] | None, index: int, model: str, text: 
         if item["type"] == "message":
             out.append(_sse("response.output_text.delta", {
                 "type": "response.output_text.delta", "item_id": item["id"], "output_index": n,
-                "content_index": 0, "delta": say}))
+                "content_index": 0, "delta": turn["say"]}))
         out.append(_sse("response.output_item.done",
                         {"type": "response.output_item.done", "output_index": n, "item": item}))
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
@@ -350,15 +344,15 @@ class ScriptedEndpoint:
             return self.conversations.setdefault(key, len(self.conversations))
 
     def answer(self, api: str, body: dict[str, Any], conversation: int
-               ) -> tuple[int | None, dict[str, Any] | None, str]:
-        """(turn index or None for a side call, the turn or None when past the end, text override)."""
+               ) -> tuple[int | None, dict[str, Any], str]:
+        """(the turn's index, None for a side call; the turn; what the record says of it)."""
         if not is_main(api, body):
-            return None, None, SIDE_REPLY
+            return None, {"say": SIDE_REPLY}, SIDE_REPLY
         turns = self.turns if conversation == 0 else self.then
         index = history_turn(body)
         if index >= len(turns):
-            return index, None, END_REPLY
-        return index, turns[index], ""
+            return index, {"say": END_REPLY}, END_REPLY
+        return index, turns[index], "turn"
 
 
 def _handler(ep: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
@@ -423,13 +417,13 @@ def _handler(ep: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                                                   "message": f"scripted status {ep.status}"}}
                 return self._send(ep.status, json.dumps(err).encode())
             conversation = ep.conversation(dict(self.headers))
-            index, turn, text = ep.answer(api, body, conversation)
-            ep.log({**entry, "conversation": conversation, "turn": index, "reply": text or "turn"})
+            index, turn, reply = ep.answer(api, body, conversation)
+            ep.log({**entry, "conversation": conversation, "turn": index, "reply": reply})
             model = str(body.get("model") or "scripted")
             n = index if index is not None else 0
             if api == "anthropic" and not body.get("stream"):
-                return self._send(200, json.dumps(anthropic_message(turn, n, model, text)).encode())
-            events = (anthropic_events if api == "anthropic" else responses_events)(turn, n, model, text)
+                return self._send(200, json.dumps(anthropic_message(turn, n, model)).encode())
+            events = (anthropic_events if api == "anthropic" else responses_events)(turn, n, model)
             self._send(200, b"".join(events), "text/event-stream")
 
     return Handler
