@@ -186,12 +186,12 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         res.status, res.reason = base.UNAVAILABLE, proc.gave_up
     elif proc.returncode is None:
         res.status, res.reason = base.TIMEOUT, f"killed at its time limit of {ctx.time_limit_s:.0f} s"
-    elif unreachable(proc.stdout) or "not logged in" in proc.stderr.lower():
-        res.status, res.reason = base.UNAVAILABLE, (unreachable(proc.stdout) or
-                                                    f"codex has no credentials: {INSTALL_HINT}.")
-    elif proc.returncode != 0:
+    elif proc.returncode != 0:         # a session that ended well keeps its work, blips or not
+        why = unreachable(proc.stdout) or (f"codex has no credentials: {INSTALL_HINT}."
+                                           if "not logged in" in proc.stderr.lower() else "")
         tail = (errors[-1] if errors else proc.stderr.strip()[-300:]) or "no output"
-        res.reason = f"codex exited {proc.returncode}: {tail}"
+        res.status = base.UNAVAILABLE if why else base.FAILED
+        res.reason = why or f"codex exited {proc.returncode}: {tail}"
     else:
         res.status, res.reason = base.OK, message.strip().splitlines()[0] if message.strip() else ""
     if res.status == base.OK:            # only a finished session's edits are committed

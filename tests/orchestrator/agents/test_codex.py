@@ -70,3 +70,24 @@ def test_the_key_variable_of_a_custom_provider_reaches_the_session(exp, fakes_on
     monkeypatch.setenv("UNRELATED_SECRET", "s")
     env = base.clean_env(make_ctx(exp, "codex"), keep=codex.credential_env())
     assert env["LOCAL_MODEL_KEY"] == "k-local" and "UNRELATED_SECRET" not in env
+
+
+def test_offline_and_refusals_are_read_from_codex_own_lines():
+    """The line shapes of codex-cli 0.171.0 (its --json events; its rollout file's payloads), so
+    this holds where the real CLI is not installed (test_real_cli_flags.py runs it)."""
+    offline = ('{"type":"turn.started"}\n{"type":"error","message":"Reconnecting... waiting for '
+               'network (Connection failed: error sending request)"}\n')
+    assert codex.unreachable(offline).startswith("codex cannot reach its model endpoint (offline)")
+    bad_key = ('{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 Unauthorized: '
+               'invalid key, url: http://127.0.0.1:9/v1/responses)"}\n')
+    assert codex.unreachable(bad_key).startswith("codex has no valid credentials")
+    assert codex.unreachable('{"type":"turn.started"}\n{"type":"item.completed"') == ""   # cut line
+    rollout = "\n".join(json.dumps({"type": "response_item", "payload": p}) for p in (
+        {"type": "function_call", "name": "exec_command", "call_id": "c1",
+         "arguments": json.dumps({"cmd": "git reset --hard HEAD"})},
+        {"type": "function_call", "name": "exec_command", "call_id": "c2",
+         "arguments": json.dumps({"cmd": "cat knobs.json"})},
+        {"type": "function_call_output", "call_id": "c1", "output": "Process exited with code 128\n"
+         "Output:\nfatal: Unable to create '/ws/.git/index.lock': Read-only file system\n"},
+        {"type": "function_call_output", "call_id": "c2", "output": "Process exited with code 0\n"}))
+    assert codex.denials(rollout) == ["exec(git reset --hard HEAD)"]
