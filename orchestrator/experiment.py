@@ -51,6 +51,8 @@ class StartOptions:
     skill: str = "eau"                   # eau | generic (the paper's generic meta-agent baseline)
     user_mode: str | None = None         # llm | symbolic | hybrid (table 3's ablation); None: the
                                          # workspace's own mixture
+    control: str = "intra-run"           # intra-run: sessions every K steps; inter-run: sessions
+                                         # only between runs (the paper's Figure 7 contrast); both
     max_runs: int = DEFAULT_CAP
     agent_cmd: list[str] | None = None   # the executable of --agent command
     session_time_s: float = 600.0        # wall-clock limit of one session
@@ -298,7 +300,8 @@ class Loop:
                                               "why": st.reason, "key": f"crash-{time.time()}"})
         if self.handle_control():
             return None
-        if self.opts.agent != "none" and st.state == "running" and self.sched.due(st.step):
+        if self.opts.agent != "none" and self.opts.control != "inter-run" and st.state == "running" \
+                and self.sched.due(st.step):
             self.submit_session(st.step)
         if self.on_tick:
             self.on_tick(self.status(st))
@@ -307,6 +310,11 @@ class Loop:
             ended = self.run.name
             if self.handle_control():       # the last session asked for another run
                 return None
+            if st.state == FINISHED and self.opts.agent != "none" and self.opts.control != "intra-run" \
+                    and len(self.exp.runs) < self.exp.cap:
+                if self.review_between_runs(st):
+                    return None
+                return FINISHED
             self.close_run(final=st.state == FINISHED)
             self.exp.set_run_state(ended, st.state, ended_step=st.step, end_reason=st.reason)
             return st.state
@@ -317,6 +325,37 @@ class Loop:
             self.exp.set_run_state(self.run.name, STOPPED, ended_step=last_step(self.run))
             return STOPPED
         return None
+
+    def review_between_runs(self, st) -> bool:
+        """The inter-run loop (paper section 5.5, Figure 7's inter-run-only contrast): one session
+        reviews the finished run; what it commits (or a restart it asks for) starts the next run
+        from the carried workspace, within the cap. A review that changes nothing ends the
+        experiment: another run would repeat this one. True when a run started."""
+        ended = self.run.name
+        self.close_run(final=True)
+        self.exp.set_run_state(ended, FINISHED, ended_step=st.step, end_reason=st.reason)
+        live_before = self.exp.ws.rev(LIVE_REF)
+        self.submit_session(st.step)
+        self.runner.wait(self.opts.session_time_s + 30)
+        res = self.runner.poll()
+        if res is not None:
+            self.last_session = res
+        if self.exp.pending_control() is not None:
+            return self.handle_control()
+        line = {"type": "control", "action": "next", "run": ended, "key": f"review-{ended}",
+                "why": "the review between runs"}
+        if self.exp.ws.rev(LIVE_REF) == live_before:
+            ledger.append_line(self.exp.dir, {**line, "status": "refused", "reason":
+                                              "the review changed nothing: another run would repeat this one"})
+            return False
+        try:
+            new = self.exp.new_run(self.opts, "next")
+        except UserError as exc:
+            ledger.append_line(self.exp.dir, {**line, "status": "refused", "reason": str(exc)})
+            return False
+        ledger.append_line(self.exp.dir, {**line, "status": "honoured", "new_run": new.name})
+        self.start_run(new, resume=False)
+        return True
 
     def close_run(self, final: bool = False) -> None:
         """Last measurements of the run; the built-in agent files what they show in the pool.
@@ -503,6 +542,8 @@ def run_experiment(name: str, opts: StartOptions, runs_dir: Path | str,
     if opts.skill == "generic" and opts.user_mode not in (None, "llm"):
         raise UserError(f"--skill generic trains against the LLM user alone: drop --user-mode "
                         f"{opts.user_mode}.")
+    if opts.control not in ("intra-run", "inter-run", "both"):
+        raise UserError(f"unknown control {opts.control!r}: choose intra-run, inter-run or both.")
     if opts.user_mode is not None and opts.user_mode not in USER_MODES:
         raise UserError(f"unknown user mode {opts.user_mode!r}: choose llm, symbolic or hybrid.")
     opts = dataclasses.replace(opts, overrides={**user_mode_overrides(opts), **opts.overrides})

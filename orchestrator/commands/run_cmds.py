@@ -52,6 +52,10 @@ def register(sub) -> None:
     p.add_argument("--skill", default="eau", choices=("eau", "generic"),
                    help="eau (the EAU skill) or generic (paper table 4's generic meta-agent: no "
                         "EAU skill, and the LLM user alone)")
+    p.add_argument("--control", default="intra-run", choices=("intra-run", "inter-run", "both"),
+                   help="when sessions run: intra-run (every --every steps, the default), inter-run "
+                        "(only after each run, which then starts the next run from what the session "
+                        "changed, up to --max-runs: the paper's inter-run contrast), or both")
     p.add_argument("--user-mode", default=None, choices=("llm", "symbolic", "hybrid"),
                    help="who answers in training, pinned for the whole experiment (paper table 3): "
                         "llm (the frozen reference policy as the user), symbolic, or hybrid (half each)")
@@ -148,7 +152,7 @@ def cmd_start(args) -> int:
     window = args.window if args.window is not None else (2 if short else 10)
     opts = StartOptions(bench=bench, agent=args.agent, every=every, minutes=args.minutes,
                         preset=args.preset, steps=args.steps, model=args.model, skill=args.skill,
-                        user_mode=args.user_mode,
+                        user_mode=args.user_mode, control=args.control,
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,

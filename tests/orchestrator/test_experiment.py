@@ -175,3 +175,23 @@ def test_a_restart_no_episode_could_succeed_under_is_refused(env, monkeypatch):
     assert [c["status"] for c in control] == ["refused"]
     assert control[0]["reason"].startswith("rollout.max_turns 6 leaves ColBench 6 turn(s), but a "
                                            "solved episode takes 8")
+
+
+def test_inter_run_control_reviews_each_finished_run_and_starts_the_next(env, monkeypatch):
+    """--control inter-run (the paper's inter-run-only contrast): no session while a run trains;
+    the session after run-001 repairs the planted deadlock, run-002 starts from that workspace and
+    succeeds from its first step, and a review that changes nothing ends the experiment."""
+    monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.05")
+    exp, final = run_experiment("ir", opts(control="inter-run", steps=12, max_runs=4), env)
+    assert final == "finished" and [r["name"] for r in exp.runs] == ["run-001", "run-002"]
+    sessions = ledger.read_lines(exp.dir, "session")
+    assert [s["step"] for s in sessions] == [12, 12]               # after each run, never during
+    fix = sessions[0]["commits"][0]
+    assert "min_questions 1 -> 0" in git(exp.ws.path, "log", "-1", "--format=%s", fix)
+    controls = ledger.read_lines(exp.dir, "control")
+    assert [(c["action"], c["status"]) for c in controls] == [("next", "honoured"), ("next", "refused")]
+    assert git(exp.ws.path, "rev-parse", "run-002-start").strip() == exp.runs[1]["start_commit"]
+    run1 = [json.loads(x) for x in (exp.dir / "run-001" / "metrics.jsonl").read_text().splitlines()]
+    run2 = [json.loads(x) for x in (exp.dir / "run-002" / "metrics.jsonl").read_text().splitlines()]
+    assert all(m["success/colbench"] < 0.1 for m in run1)         # nothing changed during run-001
+    assert all(m["success/colbench"] >= 0.6 for m in run2)
