@@ -62,7 +62,9 @@ def test_builtin_repairs_a_planted_deadlock_live(env, monkeypatch):
 def test_restart_request_makes_run_002_and_the_cap_holds(env, monkeypatch):
     monkeypatch.setenv("FAKE_TRAINER_NAN_AT", "8")
     monkeypatch.setenv("FAKE_TRAINER_STEP_S", "0.2")
-    exp, final = run_experiment("nan", opts(max_runs=2, steps=30), env)
+    # max_lag 1: the trainer waits for each session, so the restart request cannot lose a race
+    # with the run's last step (on a loaded machine run-001 once finished first)
+    exp, final = run_experiment("nan", opts(max_runs=2, steps=30, max_lag=1), env)
     assert [r["name"] for r in exp.runs] == ["run-001", "run-002"]
     controls = ledger.read_lines(exp.dir, "control")
     assert [c["status"] for c in controls] == ["honoured", "refused"]
