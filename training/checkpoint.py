@@ -1,5 +1,6 @@
 """Whole-or-nothing checkpoints: checkpoints/step-NNNNNN/ holds policy, critic, both optimisers,
-RNG states, the step and the live commit (DESIGN.md, "The trainer subprocess").
+RNG states, the step, the live commit and the algorithm (DESIGN.md, "The trainer subprocess");
+under grpo and infopo there is no critic, so neither critic.pt nor critic_optim.pt.
 
 A checkpoint is written into a hidden temporary sibling folder, `state.json` last, then renamed
 into place, so a crash leaves either no folder or a whole one; `latest` only accepts folders that
@@ -92,6 +93,11 @@ def load(folder: Path, names: list[str]) -> tuple[dict[str, dict], dict[str, Any
     """(state dicts by name, meta from state.json, RNG state) of one checkpoint folder."""
     tensors = {n: torch.load(folder / f"{n}.pt", map_location="cpu", weights_only=False)
                for n in names}
-    meta = json.loads((folder / STATE).read_text())
+    meta = read_meta(folder)
     rng = torch.load(folder / "rng.pt", weights_only=False)
     return tensors, meta, rng
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    """state.json of one whole checkpoint folder (step, commit, algorithm, ...)."""
+    return json.loads((folder / STATE).read_text())

@@ -82,17 +82,42 @@ class CriticConfig:
     """Value clipping: new values are kept within this distance of the rollout's values."""
 
 
+ALGORITHMS = ("ppo", "grpo", "infopo")
+
+
 @dataclass(frozen=True)
 class AlgorithmConfig:
+    name: str = "ppo"
+    """"ppo": a learned critic and GAE (paper 4.4); "grpo": no critic, each episode's baseline is
+    the other rollout.n episodes of its task, shared among its turns by `turn_credit` (UserRL);
+    "infopo": grpo plus InfoPO's information-gain advantage per turn (training/grpo.py,
+    training/infogain.py). Under grpo and infopo no critic is built, stepped or checkpointed."""
     gamma: float = 1.0
-    """Discount across agent turns (turn-level GAE) or action tokens (token-level)."""
+    """Discount across agent turns (turn-level GAE) or action tokens (token-level); under grpo and
+    infopo the discount of turn_credit r2g and trajectory_score r2g (UserRL and InfoPO use 0.8)."""
     lam: float = 1.0
-    """GAE lambda."""
+    """GAE lambda (ppo only)."""
     adv_estimator: str = "turn_gae"
-    """"turn_gae": GAE across agent turns, each turn's advantage shared by its tokens (paper 4.4);
-    "token_gae": GAE across action tokens, skipping user/tool/template tokens."""
+    """ppo only. "turn_gae": GAE across agent turns, each turn's advantage shared by its tokens
+    (paper 4.4); "token_gae": GAE across action tokens, skipping user/tool/template tokens."""
     whiten_advantages: bool = True
-    """Normalise advantages over the step's action tokens to mean 0, std 1."""
+    """ppo only: normalise advantages over the step's action tokens to mean 0, std 1 (grpo and
+    infopo normalise within each task's group instead)."""
+    turn_credit: str = "equalized"
+    """grpo/infopo: how an episode's advantage is shared among its turns (UserRL's
+    turn_level_method): "equalized" (every turn alike), "r2g" (by reward to go) or "em" (by an
+    exponential map of the turn's reward onto [0.5, 1])."""
+    trajectory_score: str = "mean"
+    """grpo/infopo: what episodes are ranked by within their group (UserRL's
+    trajectory_score_method): "mean" turn reward (UserRL's "Sum") or "r2g" (discounted return)."""
+    norm_adv_by_std: bool = True
+    """grpo/infopo: divide by the group's std of scores (GRPO); False only centres (Dr. GRPO)."""
+    info_weight: float = 0.5
+    """infopo: beta_0, the weight of the information advantage (InfoPO's shipped config)."""
+    info_gate_temperature: float = 0.5
+    """infopo: T of the gate sigmoid(-std_group / T) (InfoPO's shipped config: 0.5)."""
+    info_placeholder: str = "No information found."
+    """infopo: the reply the counterfactual puts in place of the real one (InfoPO's default)."""
 
 
 @dataclass(frozen=True)
@@ -223,6 +248,17 @@ class Config:
             (0.0 <= self.algorithm.lam <= 1.0, "algorithm.lam must lie in [0, 1]"),
             (self.algorithm.adv_estimator in ("turn_gae", "token_gae"),
              "algorithm.adv_estimator must be turn_gae or token_gae"),
+            (self.algorithm.name in ALGORITHMS,
+             f"algorithm.name must be one of {', '.join(ALGORITHMS)}"),
+            (self.algorithm.name == "ppo" or self.rollout.n >= 2,
+             f"algorithm.name {self.algorithm.name} needs rollout.n of at least 2 (an episode's "
+             "baseline is the other episodes of its task)"),
+            (self.algorithm.turn_credit in ("equalized", "r2g", "em"),
+             "algorithm.turn_credit must be equalized, r2g or em"),
+            (self.algorithm.trajectory_score in ("mean", "r2g"),
+             "algorithm.trajectory_score must be mean or r2g"),
+            (self.algorithm.info_gate_temperature > 0,
+             "algorithm.info_gate_temperature must be above 0"),
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
             (_user_llms_problem(self.rollout.user_llms) is None,
              _user_llms_problem(self.rollout.user_llms) or ""),

@@ -125,7 +125,7 @@ class PolicyLogprobs(nn.Module):
 @dataclass
 class Models:
     policy: nn.Module
-    critic: ValueModel
+    critic: ValueModel | None          # None under grpo / infopo (and in evaluation)
     reference: nn.Module | None        # None with LoRA: the policy with adapters disabled
     tokenizer: Any
     device: torch.device
@@ -178,9 +178,11 @@ def load_tokenizer(path: str):
     return tok
 
 
-def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = None) -> Models:
+def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = None,
+                critic: bool = True) -> Models:
     """Policy, critic and reference from `cfg.path` (see resolve_model_path), fp32 on `cfg.device`
-    (or `device`: a process's own GPU under torchrun)."""
+    (or `device`: a process's own GPU under torchrun). critic False (grpo, infopo): none is built,
+    which spares a whole backbone of weights and its optimiser state."""
     from transformers import AutoModelForCausalLM
 
     path = resolve_model_path(cfg.path)
@@ -189,8 +191,8 @@ def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = No
     torch.manual_seed(seed)
     policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     policy.config.use_cache = True
-    backbone = copy.deepcopy(policy.get_decoder())
-    critic = ValueModel(backbone, policy.config.hidden_size)
+    value = ValueModel(copy.deepcopy(policy.get_decoder()), policy.config.hidden_size) \
+        if critic else None
     reference = None
     if cfg.lora_rank > 0:
         from peft import LoraConfig, get_peft_model
@@ -204,8 +206,9 @@ def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = No
         reference.eval().requires_grad_(False)
         reference.to(device)
     policy.to(device)
-    critic.to(device)
-    return Models(policy=policy, critic=critic, reference=reference, tokenizer=tok,
+    if value is not None:
+        value.to(device)
+    return Models(policy=policy, critic=value, reference=reference, tokenizer=tok,
                   device=device, path=path, autocast_dtype=pick_precision(cfg.precision, device))
 
 

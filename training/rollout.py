@@ -43,6 +43,11 @@ class Episode:
     demonstrations: int = 0                              # worked examples before the task
     demo_messages: int = 0                               # their chat messages (after the system)
 
+    def observations(self) -> list[str]:
+        """The user/tool reply appended after turn k, for each turn the episode went on from
+        (messages: system, examples, task, then agent and reply alternating)."""
+        return [m["content"] for m in self.messages[self.demo_messages + 3::2]]
+
     def record(self) -> dict[str, Any]:
         """The episode as it stands in trajectories/step-NNNNNN.jsonl (DESIGN.md)."""
         task_at = 1 + self.demo_messages

@@ -1,4 +1,5 @@
-"""`python -m training.trainer --run DIR [--resume]`: the PPO trainer subprocess (paper 4.4).
+"""`python -m training.trainer --run DIR [--resume]`: the trainer subprocess (paper 4.4): PPO,
+or GRPO / InfoPO (`algorithm.name`; the EAU layer above is the same for all three).
 
     orchestrator start demo                                # the usual way: the supervisor runs it
     python -m training.trainer --run runs/demo/run-001     # by hand, on a run folder's config.json
@@ -13,9 +14,9 @@ checkpoints/step-NNNNNN/, heartbeat, and snapshots/ (exported workspace trees).
 What happens at start (`Trainer.__init__`), and why:
 1. The config is validated and the bench's tasks of `data.split` loaded; an empty set of tasks
    stops here with one sentence, not hours later.
-2. Policy, critic and frozen reference load (training.policy); with `--resume` the newest whole
-   checkpoint's weights go in before any wrapping, so a one-process checkpoint resumes a
-   several-process run and back.
+2. Policy, critic (ppo only) and frozen reference load (training.policy); with `--resume` the
+   newest whole checkpoint's weights go in before any wrapping, so a one-process checkpoint
+   resumes a several-process run and back.
 3. The workspace's live commit (or the plain workspace.dir; on a resume, the checkpoint's commit)
    is exported and built into the snapshot the rollouts use (training.live). On a fresh start
    `budget.check_run` refuses a config under which a gym can never succeed (a turn too short for
@@ -31,8 +32,10 @@ What happens every step (`run`, then `run_step`), and why:
    (training.rollout): one batched generate call per turn for all of them.
 5. Score each agent turn: the environment's reward plus the snapshot's reward modules
    (training.rewards), which the meta-agent edits.
-6. Old and reference log-probs, values, turn-level GAE, then PPO epochs over mini-batches with
-   gradient accumulation (training.update).
+6. Old and reference log-probs, then advantages: ppo's values and turn-level GAE; grpo's
+   group baseline over a task's rollout.n episodes shared among turns by UserRL's credits
+   (training/grpo.py); infopo adds each turn's information gain (training/infogain.py). Then
+   clipped-loss epochs over mini-batches with gradient accumulation (training.update).
 7. One line of metrics.jsonl (`step_metrics`) and the step's trajectories; a checkpoint every
    `trainer.save_freq` steps. SIGTERM checkpoints the last finished step and exits 0.
 
@@ -147,8 +150,11 @@ class Trainer:
         self.step = 0
         self.failed_commits: set[str] = set()
         reseed(self.cfg.trainer.seed)
+        # grpo and infopo have no critic: none is built, stepped or checkpointed
+        self.has_critic = self.cfg.algorithm.name == "ppo"
         self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed,
-                                  device=self.dist.device if self.dist.active else None)
+                                  device=self.dist.device if self.dist.active else None,
+                                  critic=self.has_critic)
         self.llm = self._user_llm()
         self.watcher: live.LiveWatcher | None = None
         ws = self.cfg.workspace
@@ -160,11 +166,13 @@ class Trainer:
         saved = self._read_checkpoint() if resume else None
         if saved is not None:            # whole weights into the plain models, before any sharding
             self.models.policy.load_state_dict(saved[0]["policy"])
-            self.models.critic.load_state_dict(saved[0]["critic"])
+            if self.has_critic:
+                self.models.critic.load_state_dict(saved[0]["critic"])
         self._parallelize()
         # after the wrapping: FSDP replaces the parameters by their shards
         self.actor_opt = self._optimizer(self.models.policy, self.cfg.actor.optim)
-        self.critic_opt = self._optimizer(self.models.critic, self.cfg.critic.optim)
+        self.critic_opt = self._optimizer(self.models.critic, self.cfg.critic.optim) \
+            if self.has_critic else None
         resumed = self._resume(saved) if saved is not None else None
         if resumed is None:
             self.live = self._initial_snapshot()
@@ -215,7 +223,8 @@ class Trainer:
         m.rollout_policy = copy.deepcopy(m.policy).eval().requires_grad_(False) \
             if strategy == "fsdp" else m.policy
         m.actor = D.wrap_model(PolicyLogprobs(m.policy), self.dist, strategy)
-        m.critic_train = D.wrap_model(m.critic, self.dist, strategy)
+        if m.critic is not None:
+            m.critic_train = D.wrap_model(m.critic, self.dist, strategy)
 
     def _sync_rollout_policy(self) -> None:
         """FSDP: the rollout copy := the trained shards, gathered whole (every process)."""
@@ -417,12 +426,14 @@ class Trainer:
             self.stop_requested = True
             return None
         records, turn_rewards, score_stats = self._score(episodes)
-        batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id)
+        batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id,
+                        [ep.observations() for ep in episodes])
         t_update = time.perf_counter()
         total = self.cfg.episodes_per_step if self.dist.active else None
-        score_batch(self.models, batch, self.cfg, self.dist, total)
+        advantage = score_batch(self.models, batch, self.cfg, self.dist, total)
         update = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg, coefs,
                             seed=seed, info=self.dist, global_size=total)
+        update.update(advantage)
         update_s = time.perf_counter() - t_update
         records, stats, score_stats, tokens, peak = self._gather(
             records, stats, score_stats, int(batch.lengths.sum()))
@@ -489,26 +500,29 @@ class Trainer:
         metrics.append_lines(path, [{"step": step, **rec} for rec in keep])
 
     # ---- checkpoints ----------------------------------------------------------------------
+    def _state(self) -> dict[str, tuple[Any, Any]]:
+        """What a checkpoint holds: name -> (module, optimiser); no critic under grpo/infopo."""
+        parts = {"policy": self.models.policy, "actor_optim": self.actor_opt}
+        if self.has_critic:
+            parts.update({"critic": self.models.critic, "critic_optim": self.critic_opt})
+        return parts
+
     def save(self, reason: str) -> None:
         if self.dist.active:
             # whole state dicts gathered from every process (collective), in the one-process
             # format (same names, integer optimiser ids); rank 0 alone writes them
-            tensors = {"policy": D.full_state_dict(self.models.policy, self.dist),
-                       "critic": D.full_state_dict(self.models.critic, self.dist),
-                       "actor_optim": D.full_optim_state_dict(self.actor_opt, self.dist),
-                       "critic_optim": D.full_optim_state_dict(self.critic_opt, self.dist)}
+            tensors = {name: D.full_optim_state_dict(obj, self.dist) if name.endswith("_optim")
+                       else D.full_state_dict(obj, self.dist)
+                       for name, obj in self._state().items()}
             if not self.main:
                 return
         else:
-            tensors = {"policy": self.models.policy.state_dict(),
-                       "critic": self.models.critic.state_dict(),
-                       "actor_optim": self.actor_opt.state_dict(),
-                       "critic_optim": self.critic_opt.state_dict()}
+            tensors = {name: obj.state_dict() for name, obj in self._state().items()}
         try:
             folder = checkpoint.save(
                 self.files.checkpoints, self.step, tensors,
                 {"commit": self.live.commit, "failed_commits": sorted(self.failed_commits),
-                 "time": time.time()},
+                 "algorithm": self.cfg.algorithm.name, "time": time.time()},
                 keep=self.cfg.trainer.keep_checkpoints)
         except (OSError, RuntimeError) as exc:
             # a full disk (torch.save reports it as a RuntimeError): checkpoint.save removed its
@@ -537,18 +551,26 @@ class Trainer:
         folder = checkpoint.latest(self.files.checkpoints)
         if folder is None:
             return None
-        return checkpoint.load(folder, ["policy", "critic", "actor_optim", "critic_optim"])
+        # checkpoints from before algorithm.name existed are all PPO's
+        was = checkpoint.read_meta(folder).get("algorithm", "ppo")
+        if was != self.cfg.algorithm.name:
+            raise ConfigError(f"{folder.name} was trained with algorithm {was} but config.json "
+                              f"says {self.cfg.algorithm.name}: resume with {was}, or start a "
+                              "new run.")
+        names = ["policy", "actor_optim"] + (["critic", "critic_optim"] if self.has_critic else [])
+        return checkpoint.load(folder, names)
 
     def _resume(self, saved: tuple[dict, dict, dict]) -> int:
         """The optimisers, RNG, step and snapshot of a read checkpoint (weights are loaded
         before the wrapping, in __init__)."""
         tensors, meta, rng = saved
-        if self.dist.active:          # FSDP: each whole state tensor split like its parameter
-            D.load_full_optim_state_dict(self.actor_opt, tensors["actor_optim"], self.dist)
-            D.load_full_optim_state_dict(self.critic_opt, tensors["critic_optim"], self.dist)
-        else:
-            self.actor_opt.load_state_dict(tensors["actor_optim"])
-            self.critic_opt.load_state_dict(tensors["critic_optim"])
+        for name, opt in (("actor_optim", self.actor_opt), ("critic_optim", self.critic_opt)):
+            if opt is None:           # no critic (grpo, infopo)
+                continue
+            if self.dist.active:      # FSDP: each whole state tensor split like its parameter
+                D.load_full_optim_state_dict(opt, tensors[name], self.dist)
+            else:
+                opt.load_state_dict(tensors[name])
         checkpoint.set_rng_state(rng)
         self.step = int(meta["step"])
         self.failed_commits = set(meta.get("failed_commits", []))

@@ -1,5 +1,7 @@
 """From finished episodes to one PPO update: collate, score (old/ref log-probs, values,
-advantages), then actor and critic epochs over mini-batches with gradient accumulation.
+advantages), then actor and critic epochs over mini-batches with gradient accumulation. Under
+`algorithm.name` grpo / infopo there are no values and no critic epochs: the advantages are the
+group baseline's (`group_advantages`, training/grpo.py) and the actor's loss is the same.
 
 Paper section 4.4 and appendix C; the math is training.ppo's. Batches are right padded (so the
 model's position ids start at 0 for every episode, as in generation with left padding) and each
@@ -26,8 +28,9 @@ from typing import Any
 import torch
 
 from training import distributed as D
-from training import ppo
+from training import grpo, ppo
 from training.config import Config
+from training.infogain import information_gain
 from training.policy import Models, action_logprobs
 
 SINGLE = D.DistInfo()
@@ -47,6 +50,7 @@ class Batch:
     old_values: torch.Tensor | None = None     # (B, T)
     advantages: torch.Tensor | None = None     # (B, T)
     returns: torch.Tensor | None = None        # (B, T)
+    observations: list[list[str]] | None = None   # [b][k] the reply after turn k (infopo)
 
     @property
     def num_tokens(self) -> int:
@@ -57,8 +61,10 @@ class Batch:
         return self.input_ids.shape[0]
 
 
-def collate(episodes, turn_rewards: list[list[float]], pad_id: int) -> Batch:
-    """Tensors of a step's episodes; turn_rewards[b][k] is the final reward of turn k."""
+def collate(episodes, turn_rewards: list[list[float]], pad_id: int,
+            observations: list[list[str]] | None = None) -> Batch:
+    """Tensors of a step's episodes; turn_rewards[b][k] is the final reward of turn k;
+    observations[b][k] the user/tool reply to turn k (needed by infopo only)."""
     B = len(episodes)
     T = max(len(ep.tokens) for ep in episodes)
     K = max(max((len(r) for r in turn_rewards), default=1), 1)
@@ -77,7 +83,7 @@ def collate(episodes, turn_rewards: list[list[float]], pad_id: int) -> Batch:
         # a turn whose generated tokens were all cut away has no action tokens: no reward slot
         rew[b, :len(turn_rewards[b])] = torch.tensor(turn_rewards[b], dtype=torch.float32)
         tmask[b, :len(turn_rewards[b])] = 1.0
-    return Batch(ids, attn, resp, tids, rew, tmask, attn.sum(1))
+    return Batch(ids, attn, resp, tids, rew, tmask, attn.sum(1), observations=observations)
 
 
 def _micro(batch: Batch, index: torch.Tensor, device: torch.device) -> dict[str, torch.Tensor]:
@@ -107,19 +113,24 @@ def rows_of(rank: int, world: int, global_size: int) -> int:
 
 @torch.no_grad()
 def score_batch(models: Models, batch: Batch, cfg: Config, info: D.DistInfo = SINGLE,
-                global_size: int | None = None) -> None:
-    """Fill old_logprobs (unless `single_update`), ref_logprobs, old_values, advantages and
-    returns of the batch (this process's rows; `global_size` episodes over all processes)."""
+                global_size: int | None = None) -> dict[str, float]:
+    """Fill old_logprobs (unless `single_update`), ref_logprobs, old_values (ppo), advantages
+    and returns of the batch (this process's rows; `global_size` episodes over all processes);
+    returns the advantage's own metrics (grpo/*, infopo/*; none for ppo)."""
     B, T = batch.input_ids.shape
     G = B if global_size is None else global_size
+    a = cfg.algorithm
+    critic = a.name == "ppo"
     temp = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     old, ref, vals = (torch.zeros(B, T) for _ in range(3))
     step = cfg.actor.ppo_micro_batch_size
-    skip_old = single_update(batch, cfg, G)
+    # infopo's gain reads the old log-probs (training/infogain.py): never skip them there
+    skip_old = single_update(batch, cfg, G) and a.name != "infopo"
     # wrapped models are collective per forward: every process runs the most passes any needs
     passes = max(-(-rows_of(r, info.world_size, G) // step) for r in range(info.world_size))
     models.policy.eval()
-    models.critic.eval()
+    if critic:
+        models.critic.eval()
     for i in range(passes):
         start = i * step
         dummy = start >= B
@@ -134,28 +145,104 @@ def score_batch(models: Models, batch: Batch, cfg: Config, info: D.DistInfo = SI
                 with models.reference_model() as reference:
                     rp, _ = action_logprobs(reference, mb["input_ids"], mb["attention_mask"],
                                             mb["response_mask"], temperature=temp)
-            v = models.values(mb["input_ids"], mb["attention_mask"])
+            if critic:
+                v = models.values(mb["input_ids"], mb["attention_mask"])
         if dummy:
             continue
         if not skip_old:
             old[index, :t] = lp.float().cpu()
         ref[index, :t] = rp.float().cpu()
-        vals[index, :t] = v.float().cpu() * mb["response_mask"].cpu()
+        if critic:
+            vals[index, :t] = v.float().cpu() * mb["response_mask"].cpu()
+    gain = None
+    if a.name == "infopo":
+        if batch.observations is None:
+            raise ValueError("infopo needs the episodes' replies: pass observations to collate.")
+        gain = information_gain(models, batch.input_ids, batch.turn_ids, batch.lengths, old,
+                                batch.observations, batch.turn_rewards.shape[1],
+                                placeholder=a.info_placeholder, temperature=temp, micro=step)
     models.policy.train()
-    models.critic.train()
     batch.old_logprobs = None if skip_old else old
-    batch.ref_logprobs, batch.old_values = ref, vals
-    a = cfg.algorithm
+    batch.ref_logprobs = ref
+    if not critic:
+        return group_advantages(batch, cfg, info, G, gain)
+    models.critic.train()
+    batch.old_values = vals
     if not info.active:
         batch.advantages, batch.returns = ppo.compute_advantages(
             vals, batch.response_mask, batch.turn_ids, batch.turn_rewards, batch.turn_mask,
             gamma=a.gamma, lam=a.lam, estimator=a.adv_estimator, whiten=a.whiten_advantages)
-        return
+        return {}
     adv, batch.returns = ppo.compute_advantages(
         vals, batch.response_mask, batch.turn_ids, batch.turn_rewards, batch.turn_mask,
         gamma=a.gamma, lam=a.lam, estimator=a.adv_estimator, whiten=False)
     batch.advantages = global_whiten(adv, batch.response_mask, info) \
         if a.whiten_advantages else adv
+    return {}
+
+
+def turn_tokens(turn_ids: torch.Tensor, response_mask: torch.Tensor, num_turns: int
+                ) -> torch.Tensor:
+    """(B, K) action tokens of each turn. turn_ids, response_mask: (B, T)."""
+    hot = turn_ids.unsqueeze(-1) == torch.arange(num_turns)                       # (B, T, K)
+    return (hot & (response_mask > 0).unsqueeze(-1)).sum(1)
+
+
+def _global_rows(local: list[torch.Tensor], info: D.DistInfo, global_size: int
+                 ) -> list[torch.Tensor]:
+    """Each (B, K_rank) per-turn tensor of every process, as one (G, K_max) tensor in global
+    episode order (global episode g is row g // W of rank g % W), the same on every process."""
+    if not info.active:
+        return local
+    parts = D.gather_objects(local, info)
+    W, K = info.world_size, max(p[0].shape[1] for p in parts)
+    out = []
+    for i in range(len(local)):
+        full = torch.zeros(global_size, K, dtype=local[i].dtype)
+        for rank, p in enumerate(parts):
+            full[rank::W, :p[i].shape[1]] = p[i]
+        out.append(full)
+    return out
+
+
+def group_advantages(batch: Batch, cfg: Config, info: D.DistInfo, global_size: int,
+                     gain: tuple[torch.Tensor, torch.Tensor, int] | None = None
+                     ) -> dict[str, float]:
+    """grpo / infopo (training/grpo.py): per-turn advantages over the GLOBAL batch, since a
+    task's rollout.n episodes are spread over processes; global episode g belongs to task
+    g // rollout.n (the trainer lays out each task's samples together). Every process computes
+    the same (G, K) table from gathered per-turn values (G * K numbers, never tokens) and keeps
+    its rows. Returns the step's metrics of the advantage."""
+    a = cfg.algorithm
+    K = batch.turn_rewards.shape[1]
+    tokens = turn_tokens(batch.turn_ids, batch.response_mask, K)                  # (B, K)
+    local = [batch.turn_rewards, batch.turn_mask, tokens]
+    if gain is not None:
+        local += [gain[0], gain[1]]
+    full = _global_rows(local, info, global_size)
+    rewards, mask, ntok = full[0], full[1], full[2]
+    groups = torch.arange(global_size) // cfg.rollout.n                          # (G,)
+    adv, group_std = grpo.grpo_advantages(rewards, mask, ntok, groups, credit=a.turn_credit,
+                                          score=a.trajectory_score, gamma=a.gamma,
+                                          by_std=a.norm_adv_by_std)
+    per_group = group_std[::cfg.rollout.n]
+    stats = {"grpo/group_std_mean": float(per_group.mean()),
+             # tasks whose episodes all scored alike teach nothing this step (A = 0)
+             "grpo/tied_frac": float((per_group == 0).to(torch.float32).mean())}
+    if gain is not None:
+        value, has = full[3], full[4]
+        info_adv = grpo.info_advantages(value, has, ntok, groups)
+        adv, fused = grpo.fuse(adv, info_adv, ntok, group_std, weight=a.info_weight,
+                               temperature=a.info_gate_temperature)
+        stats.update(fused)
+        measured = has > 0
+        stats["infopo/gain_mean"] = float(value[measured].mean()) if measured.any() else 0.0
+        stats["infopo/gain_turns"] = float(measured.sum())
+        stats["infopo/skipped_turns"] = D.all_reduce_sum({"n": float(gain[2])}, info)["n"]
+    rows = torch.arange(batch.size) * info.world_size + info.rank                 # (B,) global ids
+    batch.advantages = ppo.spread_to_tokens(adv[rows, :K], batch.turn_ids, batch.response_mask)
+    batch.returns = batch.advantages          # no value targets without a critic (as verl's GRPO)
+    return stats
 
 
 def global_whiten(x: torch.Tensor, mask: torch.Tensor, info: D.DistInfo,
@@ -292,40 +379,44 @@ def _grad_norm(params, max_norm: float) -> float:
 
 
 def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
-               critic_opt: torch.optim.Optimizer, batch: Batch, cfg: Config,
+               critic_opt: torch.optim.Optimizer | None, batch: Batch, cfg: Config,
                coefs: dict[str, float], *, seed: int, info: D.DistInfo = SINGLE,
                global_size: int | None = None) -> dict[str, Any]:
     """ppo_epochs passes of actor and critic updates; returns the step's training metrics
-    (over all processes; `global_size` episodes in all, this process holding its rows)."""
+    (over all processes; `global_size` episodes in all, this process holding its rows).
+    critic_opt None (grpo, infopo): the actor alone, the same clipped loss on their advantages."""
     gen = torch.Generator().manual_seed(seed)
     tokens = episode_tokens(batch, info, global_size)                              # (G,)
     mini = cfg.actor.ppo_mini_batch_size * cfg.rollout.n
     amicro, cmicro = cfg.actor.ppo_micro_batch_size, cfg.critic.ppo_micro_batch_size
     W = info.world_size         # DDP and FSDP average gradients over processes: scale back to a sum
     sums: dict[str, float] = {}
-    grad_norms = {"actor/grad_norm": 0.0, "critic/grad_norm": 0.0}
+    critic = critic_opt is not None
+    grad_norms = {"actor/grad_norm": 0.0, **({"critic/grad_norm": 0.0} if critic else {})}
     n_updates = 0
     for _ in range(cfg.actor.ppo_epochs):
         for mb in plan_minibatches(tokens, mini, amicro, cmicro, gen, rank=info.rank, world=W):
             if mb.tokens == 0:
                 continue
             actor_opt.zero_grad(set_to_none=True)
-            critic_opt.zero_grad(set_to_none=True)
             _accumulate(models, batch, mb.rows, amicro, mb.tokens, mb.actor_passes,
                         lambda m, share: _actor_micro(models, m, cfg, coefs, share, sums, W))
-            _accumulate(models, batch, mb.rows, cmicro, mb.tokens, mb.critic_passes,
-                        lambda m, share: _critic_micro(models, m, cfg, share, sums, W))
             grad_norms["actor/grad_norm"] += _grad_norm(
                 [p for p in models.policy.parameters() if p.requires_grad],
                 cfg.actor.optim.grad_clip)
-            grad_norms["critic/grad_norm"] += _grad_norm(models.critic.parameters(),
-                                                         cfg.critic.optim.grad_clip)
             actor_opt.step()
-            critic_opt.step()
+            if critic:       # its own backbone: independent of the actor's step just taken
+                critic_opt.zero_grad(set_to_none=True)
+                _accumulate(models, batch, mb.rows, cmicro, mb.tokens, mb.critic_passes,
+                            lambda m, share: _critic_micro(models, m, cfg, share, sums, W))
+                grad_norms["critic/grad_norm"] += _grad_norm(models.critic.parameters(),
+                                                             cfg.critic.optim.grad_clip)
+                critic_opt.step()
             n_updates += 1
     sums = D.all_reduce_sum(sums, info)
     out = {k: v / max(n_updates, 1) for k, v in {**sums, **grad_norms}.items()}
-    out.update(global_stats(batch.old_values, batch.returns, batch.response_mask, info))
+    if critic:
+        out.update(global_stats(batch.old_values, batch.returns, batch.response_mask, info))
     out["actor/updates"] = n_updates
     out["perf/action_tokens"] = int(tokens.sum())
     return out

@@ -150,6 +150,38 @@ def test_two_processes_match_one_and_resume_in_one(tmp_path, tiny_model_dir, one
         _assert_close(_state(run, 3, n), _state(one_process, 3, n), f"{strategy} resumed {n}")
 
 
+def test_two_processes_infopo_match_one(tmp_path, tiny_model_dir):
+    """infopo (grpo's group baseline plus the information gain) under FSDP over two processes
+    trains as one process: a task's two episodes lie on different processes (global episodes
+    2i and 2i+1), so a per-process baseline would see groups of one; the counterfactual passes
+    run on each process's own episodes, a different number each, outside the collectives.
+    Greedy rollouts; the chars reward module makes the groups' scores differ."""
+    from test_algorithms import chars_workspace
+
+    ws = chars_workspace(tmp_path / "ws")
+    over = {**OVERRIDES, "trainer.total_steps": 2, "algorithm.name": "infopo"}
+    write_run(tmp_path / "one", workspace_dir=ws, model_dir=tiny_model_dir, overrides=over)
+    assert Trainer(tmp_path / "one").run() == 0
+    run = tmp_path / "two"
+    write_run(run, workspace_dir=ws, model_dir=tiny_model_dir,
+              overrides={**over, "trainer.parallel": "fsdp", "trainer.nproc_per_node": 2})
+    rc = _launch(run)
+    assert rc == 0, (run / "trainer.log").read_text(errors="replace")[-4000:]
+    rows = list(metrics.read_lines(run / "metrics.jsonl"))
+    ref_rows = list(metrics.read_lines(tmp_path / "one" / "metrics.jsonl"))
+    assert [r["step"] for r in rows] == [1, 2]
+    assert min(r["grpo/tied_frac"] for r in ref_rows) < 1.0       # the advantages were not 0
+    for got, want in zip(rows, ref_rows):
+        assert got["reward/mean"] == want["reward/mean"]
+        for key in ("grpo/group_std_mean", "grpo/tied_frac", "infopo/gain_turns",
+                    "infopo/skipped_turns"):
+            assert got[key] == want[key], key
+        for key in ("infopo/gain_mean", "infopo/gate_mean", "actor/pg_loss", "actor/grad_norm"):
+            assert got[key] == pytest.approx(want[key], abs=1e-4, rel=1e-3), key
+    assert not (checkpoint.step_dir(run / "checkpoints", 2) / "critic.pt").exists()
+    _assert_close(_state(run, 2, "policy"), _state(tmp_path / "one", 2, "policy"), "infopo fsdp")
+
+
 def test_supervisor_command(tmp_path, tiny_model_dir):
     """nproc_per_node > 1: torchrun, standalone, with time to checkpoint on SIGTERM; 1: as today."""
     from orchestrator.supervisor import Supervisor
