@@ -2,14 +2,20 @@
 
     orchestrator compare --bench usergym --methods prompting,ppo,eau --seeds 3 --steps 25 \
         --device cuda --parallel 6
+    orchestrator compare --bench tau2 --methods grpo,grpo-eau,infopo,infopo-eau,infopo-eau-codex \
+        --seeds 3 --steps 25 --set algorithm.gamma=0.8 --device cuda --parallel 6   # Table 5
 
 What happens, and why:
 1. Every trained method gets one experiment per seed, `runs/NAME-<method>-s<seed>`, started by
    the real `orchestrator start` (a subprocess each, at most --parallel at once: several 135M
    trainers fit one H200 side by side): PPO is `--agent none`, EAU is `--agent builtin` (or
-   `eau-claude-code` / `eau-codex` where that CLI is usable). All of them start from the same
-   project workspace, the same `--knob` starting knobs, the same config (`--preset`, `--set`,
-   `--steps`) and `trainer.seed` = the seed, so the method is the only difference.
+   `eau-claude-code` / `eau-codex` where that CLI is usable). A method may name its training
+   algorithm first (`algorithm.name`): `grpo` and `infopo` alone, or with an agent
+   (`grpo-eau`, `infopo-eau-codex`), so the rows of the paper's Table 5 (an algorithm with and
+   without EAU) come from one command; plain `ppo` and `eau` train with PPO. All of them start
+   from the same project workspace, the same `--knob` starting knobs, the same config
+   (`--preset`, `--set`, `--steps`) and `trainer.seed` = the seed, so the method is the only
+   difference.
 2. Each experiment's final checkpoint (no selection on test results, paper section 5.1) is
    evaluated by the walled evaluation, `orchestrator eval`, on the held-out split with the
    evaluation seed = the seed; prompting (the untrained model) is evaluated with the same seeds
@@ -34,9 +40,15 @@ from typing import Any
 
 from orchestrator.errors import UserError
 from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
+from training.config import ALGORITHMS
 
 AGENTS = {"ppo": "none", "eau": "builtin", "eau-claude-code": "claude-code", "eau-codex": "codex"}
-METHODS = ("prompting", *AGENTS)
+# PPO's methods keep their short names (the paper's "PPO" and "EAU"); other algorithms prefix theirs
+TRAINED = {**{m: ("ppo", a) for m, a in AGENTS.items()},
+           **{algo: (algo, "none") for algo in ALGORITHMS if algo != "ppo"},
+           **{f"{algo}-{m}": (algo, a) for algo in ALGORITHMS if algo != "ppo"
+              for m, a in AGENTS.items() if m != "ppo"}}
+METHODS = ("prompting", *TRAINED)
 
 
 @dataclass(frozen=True)
@@ -82,8 +94,11 @@ def check_spec(spec: CompareSpec) -> None:
         raise UserError(f"unknown method {unknown[0]!r}: choose from {', '.join(METHODS)}.")
     if spec.seeds < 1 or spec.parallel < 1:
         raise UserError("--seeds and --parallel must be at least 1.")
+    if any(item.split("=", 1)[0].strip() == "algorithm.name" for item in spec.sets):
+        raise UserError("--set algorithm.name would relabel every method: name the algorithm in "
+                        "the method instead (e.g. --methods grpo,grpo-eau).")
     for m in spec.methods:
-        if m in AGENTS:
+        if m in TRAINED:
             exp = spec.runs_dir / f"{spec.name}-{m}-s0"
             if (exp / "experiment.json").exists():
                 raise UserError(f"{exp} exists: a comparison starts fresh experiments; pick another "
@@ -97,11 +112,13 @@ def _cli(spec: CompareSpec) -> list[str]:
 def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
     for seed in range(spec.seeds):
-        for m in (m for m in spec.methods if m in AGENTS):
+        for m in (m for m in spec.methods if m in TRAINED):
+            algorithm, agent = TRAINED[m]
             exp = f"{spec.name}-{m}-s{seed}"
-            argv = _cli(spec) + ["start", "--agent", AGENTS[m], "--bench", spec.bench, "--exp", exp,
+            argv = _cli(spec) + ["start", "--agent", agent, "--bench", spec.bench, "--exp", exp,
                                  "--no-live", "--set", f"trainer.seed={seed}",
-                                 "--set", f"model.device={spec.device}"]
+                                 "--set", f"model.device={spec.device}",
+                                 "--set", f"algorithm.name={algorithm}"]
             for flag, value in (("--preset", spec.preset), ("--steps", spec.steps),
                                 ("--model", spec.model), ("--every", spec.every),
                                 ("--window", spec.window), ("--max-lag", spec.max_lag),

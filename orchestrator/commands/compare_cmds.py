@@ -21,7 +21,8 @@ def register(sub) -> None:
                     "runs/NAME/RESULTS.md, results.json and report/.")
     p.add_argument("--bench", required=True, help="usergym, colbench or tau2")
     p.add_argument("--methods", default="prompting,ppo,eau",
-                   help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau)")
+                   help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau; "
+                        "grpo-eau: GRPO with the built-in agent)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
     p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")

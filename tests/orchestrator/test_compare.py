@@ -65,9 +65,38 @@ def test_compare_trains_evaluates_and_tabulates_every_method_and_seed(tmp_path, 
 
 
 def test_compare_refuses_unknown_methods_in_one_sentence(tmp_path, capsys):
-    assert main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods", "ppo,grpo"]) != 0
+    assert main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods", "ppo,reinforce"]) != 0
     err = capsys.readouterr().err
-    assert "unknown method 'grpo'" in err and len(err.strip().splitlines()) == 1
+    assert "unknown method 'reinforce'" in err and len(err.strip().splitlines()) == 1
+    assert main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods", "grpo",
+                 "--set", "algorithm.name=infopo"]) != 0
+    err = capsys.readouterr().err
+    assert "name the algorithm in the method" in err and len(err.strip().splitlines()) == 1
+
+
+def test_table5_methods_train_their_algorithm_with_and_without_the_agent(tmp_path):
+    """The paper's Table 5 rows from one command: each method's run gets its algorithm and its
+    agent, and nothing else differs between the runs of a seed."""
+    from orchestrator.compare import CompareSpec, train_jobs
+
+    methods = ("ppo", "eau", "grpo", "grpo-eau", "infopo", "infopo-eau", "infopo-eau-codex")
+    spec = CompareSpec(name="t5", bench="tau2", methods=("prompting", *methods), seeds=1,
+                       sets=("algorithm.gamma=0.8",), runs_dir=tmp_path)
+    jobs = {j.method: j.argv for j in train_jobs(spec, tmp_path / "logs")}
+    assert sorted(jobs) == sorted(methods)                    # prompting trains nothing
+    want = {"ppo": ("ppo", "none"), "eau": ("ppo", "builtin"), "grpo": ("grpo", "none"),
+            "grpo-eau": ("grpo", "builtin"), "infopo": ("infopo", "none"),
+            "infopo-eau": ("infopo", "builtin"), "infopo-eau-codex": ("infopo", "codex")}
+    for method, argv in jobs.items():
+        sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+        algorithm, agent = want[method]
+        assert argv[argv.index("--agent") + 1] == agent
+        assert [s for s in sets if s.startswith("algorithm.name=")] == [f"algorithm.name={algorithm}"]
+        assert "algorithm.gamma=0.8" in sets
+        assert argv[argv.index("--exp") + 1] == f"t5-{method}-s0"
+    strip = {m: [a for a in argv if not a.startswith(("algorithm.name=", "t5-"))
+                 and a not in ("none", "builtin", "codex")] for m, argv in jobs.items()}
+    assert len({tuple(v) for v in strip.values()}) == 1
 
 
 def test_held_out_gyms_are_aggregated_apart_from_the_trained_ones():
