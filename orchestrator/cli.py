@@ -7,10 +7,11 @@ training system (paper section 4), one command per step of an experiment's life.
     orchestrator stop demo          # checkpoint and stop; `start demo` resumes
     orchestrator report demo        # runs/demo/report/index.html with the curves
     orchestrator eval demo          # the final checkpoint on the bench's held-out protocol
+    orchestrator warmstart --bench usergym --out models/warm   # SFT on worked examples first
     orchestrator COMMAND --help     # every argument of one command
 
 What happens on every call, and why:
-1. `build_parser` adds the subcommands of the four command modules below, each through its
+1. `build_parser` adds the subcommands of the command modules below, each through its
    `register(subparsers)`. They are imported by name at the top of this module, so a missing or
    broken module stops the command with its ImportError instead of its subcommands silently
    vanishing from `--help`.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orchestrator.commands import compare_cmds, eval_cmds, run_cmds, workspace_cmds
+from orchestrator.commands import compare_cmds, eval_cmds, run_cmds, warmstart_cmds, workspace_cmds
 from orchestrator.errors import UserError
 
 # each module and the subcommands it registers, in the order --help lists them
@@ -34,6 +35,7 @@ COMMAND_MODULES = (
     run_cmds,           # start, status, stop, agents
     eval_cmds,          # eval, report
     compare_cmds,       # compare
+    warmstart_cmds,     # warmstart
 )
 
 
