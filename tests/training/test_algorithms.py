@@ -195,3 +195,20 @@ def test_hot_reload_under_each_algorithm(tmp_path, tiny_model_dir, algorithm):
         assert trainer.live.commit == good.hexsha
     finally:
         trainer.live.close()
+
+
+@pytest.mark.parametrize("overrides,words", [
+    ({"algorithm.name": "sac"}, "algorithm.name must be one of ppo, grpo, infopo."),
+    ({"algorithm.name": "grpo", "rollout.n": 1},
+     "algorithm.name grpo needs rollout.n of at least 2"),
+    ({"algorithm.name": "infopo", "algorithm.turn_credit": "sum"},
+     "algorithm.turn_credit must be equalized, r2g or em."),
+    ({"algorithm.trajectory_score": "sum"}, "algorithm.trajectory_score must be mean or r2g."),
+    ({"algorithm.info_gate_temperature": 0}, "algorithm.info_gate_temperature must be above 0."),
+])
+def test_bad_algorithm_settings_are_one_sentence(overrides, words):
+    from training.config import resolve
+
+    with pytest.raises(ConfigError) as err:
+        resolve("usergym", "cpu", overrides)
+    assert words in str(err.value) and str(err.value).count(". ") == 0
