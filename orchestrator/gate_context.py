@@ -146,30 +146,32 @@ class GateContext:
         last = values[-WINDOW:]
         return sum(last) / len(last), f"mean of the last {len(last)} steps of {run.name}"
 
-    def turn_cap(self) -> tuple[int | None, str]:
-        """(the current run's rollout.max_turns, the run's name): the rollout ends every episode
-        there, whatever an environment's max_steps knob allows. (None, "") before a run or where
-        its config.json cannot be read."""
-        run = self.run_dir()
-        try:
-            cap = json.loads((run / "config.json").read_text())["rollout"]["max_turns"] if run else None
-        except (OSError, ValueError, KeyError, TypeError):
-            return None, ""
-        return (int(cap), run.name) if isinstance(cap, int) and not isinstance(cap, bool) else (None, "")
-
-    def user_llm_names(self) -> tuple[list[str] | None, str]:
-        """(the LLM users the current run defines: "default" where rollout.user_llm gives one, and
-        rollout.user_llms' names; the run's name), or (None, "") before a run."""
+    def _rollout(self) -> tuple[dict | None, str]:
+        """(the current run's config.json `rollout` section, the run's name), or (None, "")
+        before a run or where it cannot be read."""
         run = self.run_dir()
         try:
             rollout = json.loads((run / "config.json").read_text())["rollout"] if run else None
         except (OSError, ValueError, KeyError, TypeError):
             return None, ""
-        if not isinstance(rollout, dict):
+        return (rollout, run.name) if isinstance(rollout, dict) else (None, "")
+
+    def turn_cap(self) -> tuple[int | None, str]:
+        """(the current run's rollout.max_turns, the run's name): the rollout ends every episode
+        there, whatever an environment's max_steps knob allows. (None, "") before a run."""
+        rollout, run = self._rollout()
+        cap = (rollout or {}).get("max_turns")
+        return (cap, run) if isinstance(cap, int) and not isinstance(cap, bool) else (None, "")
+
+    def user_llm_names(self) -> tuple[list[str] | None, str]:
+        """(the LLM users the current run defines: "default" where rollout.user_llm gives one, and
+        rollout.user_llms' names; the run's name), or (None, "") before a run."""
+        rollout, run = self._rollout()
+        if rollout is None:
             return None, ""
         names = (["default"] if rollout.get("user_llm", "none") != "none" else []) + \
             sorted(rollout.get("user_llms") or {})
-        return names, run.name
+        return names, run
 
     def trajectory_episodes(self) -> list[dict]:
         """Episodes of the newest trajectories/*.jsonl of the current run ([] when none)."""

@@ -312,7 +312,7 @@ def check_start(cfg: Config, workspace: Path | str, knobs: dict[str, Any] | None
     whose tokenizer.json is not at hand; the trainer checks those."""
     import dataclasses
 
-    from training.benches import BENCH_NAMES, TaskDataError, get_bench, load_bench_tasks
+    from training.benches import BENCH_NAMES, TaskDataError, get_bench, load_bench_tasks, train_gyms
     from training.snapshot import Snapshot
 
     folder = tokenizer_folder(cfg.model.path)
@@ -320,8 +320,8 @@ def check_start(cfg: Config, workspace: Path | str, knobs: dict[str, Any] | None
         return
     bench = get_bench(cfg.bench)
     try:
-        tasks = load_bench_tasks(bench, cfg.data.split, list(cfg.gyms) or list(
-            getattr(bench, "train_gyms", None) or bench.gyms), cfg.data.data_dir)
+        tasks = load_bench_tasks(bench, cfg.data.split, list(cfg.gyms) or list(train_gyms(bench)),
+                                 cfg.data.data_dir)
     except TaskDataError as exc:
         raise ConfigError(str(exc)) from None
     snapshot = Snapshot.from_dir(workspace)

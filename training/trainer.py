@@ -70,7 +70,7 @@ import torch
 from training import budget, checkpoint, live, metrics, rewards
 from training import distributed as D
 from training import hold as hold_mod
-from training.benches import TaskDataError, load_bench_tasks
+from training.benches import TaskDataError, load_bench_tasks, train_gyms
 from training.config import Config, ConfigError
 from training.policy import Models, ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, rollout, start_episode
@@ -654,12 +654,6 @@ class Trainer:
             if self.watcher is not None:
                 self.watcher.stop()
             self.live.close()
-
-
-def train_gyms(bench) -> tuple[str, ...]:
-    """The gyms a run trains on when its config names none: the bench's training gyms (UserGym
-    holds Intention and Telepathy out, as the paper does), else all of its gyms."""
-    return tuple(getattr(bench, "train_gyms", None) or bench.gyms)
 
 
 def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any],

@@ -162,7 +162,7 @@ def run(args) -> int:
     from training import demonstrations
     from training.benches import UnknownBench, get_bench
     from training.policy import ModelLoadError, resolve_model_path
-    from training.trainer import train_gyms
+    from training.benches import train_gyms
 
     out = Path(args.out)
     if out.exists() and any(out.iterdir()):

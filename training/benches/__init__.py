@@ -43,6 +43,12 @@ def get_bench(name: str):
     return importlib.import_module(f"training.benches.{canonical_bench(name)}").BENCH
 
 
+def train_gyms(bench) -> tuple[str, ...]:
+    """The gyms a run trains on when its config names none: the bench's training gyms (UserGym
+    holds Intention and Telepathy out, as the paper does), else all of its gyms."""
+    return tuple(getattr(bench, "train_gyms", None) or bench.gyms)
+
+
 class TaskDataError(ValueError):
     """A bench's tasks cannot be read from the folder a user named; the message says which."""
 
