@@ -5,12 +5,14 @@ and the fact kinds of the bench's tasks.
   last W=10 values of `success/<gym>` in the current run's metrics.jsonl (the newest run-NNN).
 - Reward modules are replayed on episodes of the newest trajectories file of that run, or, before
   any exists, on a small built-in set of synthetic turns (one short episode per gym).
-- Fact kinds come from the bench itself (`get_bench(b).load_tasks("train")`), asked once in a
-  child process (the bench package may import heavy modules; the orchestrator never imports torch)
-  and cached in `runs/NAME/.gate-cache/`.
+- Fact kinds come from the tasks the run trains on: the bench's shipped tasks, or those of the
+  run's `data.data_dir` (`--data-dir`), whose users may hold kinds the shipped ones lack. They are
+  asked once per folder in a child process (the bench package may import heavy modules; the
+  orchestrator never imports torch) and cached in `runs/NAME/.gate-cache/`.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -34,9 +36,9 @@ MAX_REPLAY_TURNS = 64
 
 _KINDS_PROGRAM = """
 import json, sys
-from training.benches import get_bench
+from training.benches import get_bench, load_bench_tasks
 kinds = {}
-for t in get_bench(sys.argv[1]).load_tasks("train"):
+for t in load_bench_tasks(get_bench(sys.argv[1]), "train", None, sys.argv[2], strict=False):
     kinds.setdefault(t.gym, set()).update(t.fact_kinds())
 print(json.dumps({g: sorted(k) for g, k in kinds.items()}))
 """
@@ -199,18 +201,33 @@ class GateContext:
         kinds = self._kinds(GYM_BENCH.get(gym, ""))
         return None if kinds is None else kinds.get(gym, set())
 
+    def data_dir(self) -> str:
+        """The current run's `data.data_dir` ("" : the shipped tasks, also before any run)."""
+        run = self.run_dir()
+        try:
+            folder = json.loads((run / "config.json").read_text())["data"].get("data_dir") if run else ""
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return ""
+        return folder if isinstance(folder, str) else ""
+
     def _kinds(self, bench: str) -> dict[str, set[str]] | None:
-        """gym -> fact kinds of the bench's training tasks; None when the bench cannot say."""
+        """gym -> fact kinds of the training tasks the run reads (the shipped ones or its data
+        folder's); None when the bench cannot say."""
         if bench in self.fact_kinds:
             return self.fact_kinds[bench]
-        cache = self.exp_dir / ".gate-cache" / f"fact_kinds-{bench}.json" if self.exp_dir else None
+        folder = self.data_dir() if bench == self.bench else ""
+        tag = hashlib.sha256(folder.encode()).hexdigest()[:12] if folder else "shipped"
+        cache = (self.exp_dir / ".gate-cache" / f"fact_kinds-{bench}-{tag}.json"
+                 if self.exp_dir else None)
         if cache is not None and cache.exists():
             kinds = {g: set(k) for g, k in json.loads(cache.read_text()).items()}
         else:
-            proc = subprocess.run([sys.executable, "-c", _KINDS_PROGRAM, bench], capture_output=True,
-                                  text=True, timeout=120)
+            proc = subprocess.run([sys.executable, "-c", _KINDS_PROGRAM, bench, folder],
+                                  capture_output=True, text=True, timeout=120)
             if proc.returncode != 0:
-                warnings.warn(f"bench {bench!r} could not list its fact kinds; fact-kind checks skipped")
+                where = f" from {folder}" if folder else ""
+                warnings.warn(f"bench {bench!r} could not list its fact kinds{where}; "
+                              "fact-kind checks skipped")
                 self.fact_kinds[bench] = None
                 return None
             kinds = {g: set(k) for g, k in json.loads(proc.stdout.strip().splitlines()[-1]).items()}

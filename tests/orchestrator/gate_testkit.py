@@ -29,7 +29,7 @@ def make_experiment(tmp_path: Path, name: str = "exp", bench: str = "usergym") -
     exp = init_experiment(name, bench, tmp_path / "runs")
     cache = exp / ".gate-cache"
     cache.mkdir(exist_ok=True)                   # fact kinds known without asking the bench
-    (cache / "fact_kinds-usergym.json").write_text(json.dumps(_kinds()))
+    (cache / "fact_kinds-usergym-shipped.json").write_text(json.dumps(_kinds()))
     return exp
 
 

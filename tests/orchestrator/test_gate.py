@@ -300,7 +300,29 @@ def test_withhold_kinds_are_checked_against_the_real_bench_tasks(tmp_path):
     knob_commit(ws, "user.colbench.withhold_kinds", ["shape", "colour"])
     v = judge_one(exp)
     assert "names fact kind 'colour', which no colbench task has" in v.reasons[0], v.reasons
-    assert json.loads((exp / ".gate-cache" / "fact_kinds-colbench.json").read_text())["colbench"]
+    assert json.loads((exp / ".gate-cache" / "fact_kinds-colbench-shipped.json").read_text())["colbench"]
+
+
+def test_withhold_kinds_are_checked_against_the_runs_own_data_folder(tmp_path):
+    """A run on `--data-dir` tasks is judged by their fact kinds, not the shipped tasks' ones."""
+    from orchestrator.experiment_init import init_experiment
+    from training.benches.colbench.data import DATA_DIR
+    first = json.loads((DATA_DIR / "train.jsonl").read_text().splitlines()[0])
+    first["hidden_facts"][0]["kind"] = "colour"              # a kind no shipped task has
+    data = tmp_path / "colbench-data"
+    data.mkdir()
+    (data / "train.jsonl").write_text(json.dumps(first) + "\n")
+    exp = init_experiment("cb3", "colbench", tmp_path / "runs")
+    write_metrics(exp, [{"step": i, "success/colbench": 0.9} for i in range(10)])
+    (exp / "run-001" / "config.json").write_text(json.dumps({"data": {"data_dir": str(data)},
+                                                             "rollout": {"max_turns": 6}}))
+    ws = ws_of(exp)
+    knob_commit(ws, "user.colbench.withhold_kinds", ["colour"])
+    v = judge_one(exp)
+    assert v.accepted, v.reasons
+    knob_commit(ws, "user.colbench.withhold_kinds", ["colour", "shape"])
+    v = judge_one(exp)
+    assert "names fact kind 'shape', which no colbench task has" in v.reasons[0], v.reasons
 
 
 def test_rules_are_replayed_on_recent_transcripts(exp, monkeypatch):
