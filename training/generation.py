@@ -31,6 +31,7 @@ exactly from p without a host synchronisation (torch.multinomial would need one)
 """
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -286,6 +287,16 @@ def prefill_mask(amask: torch.Tensor, start: int, stop: int, length: int,
     return mask.masked_fill_(allowed[:, None], 0.0)
 
 
+def cache_keyword(model) -> str:
+    """The forward's name for the KV cache argument: transformers 5.24 names it `cache` (the old
+    `past_key_values` warns that it goes in 5.40), a release whose forward has no `cache` gets
+    the old name. Read from the unwrapped model class's signature."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model   # peft
+    base = getattr(base, "_orig_mod", base)                                          # compiled
+    params = inspect.signature(type(base).forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
 class GraphGenerator:
     """Static KV cache decode loop; on CUDA each decode step is one CUDA graph replay.
 
@@ -298,6 +309,7 @@ class GraphGenerator:
                  len_bucket: int = 128, check_every: int = 16, compile: bool | None = None,
                  gqa_decode: bool = True, prefill_chunk: int = PREFILL_CHUNK):
         self.model, self.tokenizer = model, tokenizer
+        self._cache_kw = cache_keyword(model)
         if gqa_decode:  # note: switches `model`'s attention for every later caller (same results)
             use_gqa_decode(model)
         self.pad_id = _pad_id(tokenizer, model)
@@ -390,7 +402,7 @@ class GraphGenerator:
         """One decode step on the fixed buffers: the body of the CUDA graph."""
         s.mask.index_fill_(3, s.col, 0.0)  # the fed token's own column becomes visible
         logits = self._forward(input_ids=s.tok, position_ids=s.pos, attention_mask=s.mask,
-                               past_key_values=s.cache, use_cache=True, logits_to_keep=1).logits
+                               use_cache=True, logits_to_keep=1, **{self._cache_kw: s.cache}).logits
         nxt = self._pick(s, logits[:, -1].float())                                      # (B,)
         s.out.index_copy_(1, s.step, nxt[:, None])
         s.done |= torch.isin(nxt, s.stop)
@@ -427,8 +439,8 @@ class GraphGenerator:
             stop = min(start + self.prefill_chunk, p)
             mask4 = prefill_mask(amask, start, stop, length, s.mask.dtype)  # (B, 1, C, L)
             logits = self.model(input_ids=ids[:, start:stop], position_ids=pos[:, start:stop],
-                                attention_mask=mask4, past_key_values=s.cache, use_cache=True,
-                                logits_to_keep=1).logits
+                                attention_mask=mask4, use_cache=True, logits_to_keep=1,
+                                **{self._cache_kw: s.cache}).logits
             del mask4                    # freed before the next chunk builds its own
         s.mask.fill_(neg)
         s.mask[:, 0, 0, :p] = torch.where(amask.bool(), 0.0, neg).to(s.mask.dtype)
