@@ -221,6 +221,8 @@ def rollout(models: Models, episodes: list[Episode], *, max_turns: int, response
             should_stop: Callable[[], bool] = lambda: False) -> RolloutStats:
     """Advance all episodes together until each is done (or should_stop() says to abort)."""
     stats = RolloutStats()
+    for ep in episodes:           # the environment ends (and scores) what the cap would cut
+        ep.env.turn_cap = max_turns
     for k in range(max_turns):
         active = [ep for ep in episodes if not ep.done]
         if not active or should_stop():

@@ -82,6 +82,12 @@ class TextEnv(abc.ABC):
     """Base class of every environment; subclasses implement `_reset`, `prepare` and `complete`."""
 
     gym: str = ""
+    # The rollout's own turn limit (rollout.max_turns), set by training.rollout: an episode it
+    # would cut is ended by the environment itself at that turn, so the environment's closing
+    # record (score, success: what it does at its own max_steps) is written for it too. Without
+    # it a UserGym episode cut at the rollout's cap kept score 0 and success False whatever it
+    # had achieved (a turtle answer covering 33% of the story logged score 0).
+    turn_cap: int | None = None
 
     def __init__(self, task: Task, knobs: dict[str, Any], user: Any, *, seed: int = 0):
         self.task = task
@@ -93,7 +99,11 @@ class TextEnv(abc.ABC):
 
     @property
     def max_steps(self) -> int:
-        return int(self.knobs["env"][self.task.gym]["max_steps"])
+        return self.capped(int(self.knobs["env"][self.task.gym]["max_steps"]))
+
+    def capped(self, steps: int) -> int:
+        """`steps` (the env.<gym>.max_steps knob) within the rollout's turn cap, if one is set."""
+        return steps if self.turn_cap is None else min(steps, int(self.turn_cap))
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[str, dict]:
         if seed is not None:

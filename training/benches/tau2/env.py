@@ -110,7 +110,7 @@ class Tau2Env(TextEnv):
 
     @property
     def max_steps(self) -> int:
-        return int(self.knobs.get("env", {}).get(self.task.gym, {}).get("max_steps", 50))
+        return self.capped(int(self.knobs.get("env", {}).get(self.task.gym, {}).get("max_steps", 50)))
 
     # -- Gymnasium contract ----------------------------------------------------------------------
     def _reset(self, options: dict) -> tuple[str, dict]:
