@@ -152,10 +152,7 @@ def _finish_turn(models: Models, ep: Episode, k: int, text: str, reply: UserRepl
     ep.user_arm = ep.user_arm or info.get("user_arm") or (reply.arm if reply else None)
     if reply is not None and reply.failed:
         ep.error = reply.error or "user backend failed"
-    if "score" in info:
-        ep.score = float(info["score"])
-    if "success" in info:
-        ep.success = bool(info["success"])
+    _take_closing(ep, info)
     if terminated or truncated or ep.error:
         ep.done, ep.truncated = True, bool(truncated and not terminated)
         return
@@ -166,6 +163,15 @@ def _finish_turn(models: Models, ep: Episode, k: int, text: str, reply: UserRepl
     _append_observation(models, ep, str(obs))
     if len(ep.tokens) + 1 >= budget:             # rollout.max_episode_tokens
         ep.done, ep.truncated = True, True
+        _take_closing(ep, ep.env.closing_record())   # the environment did not end this one
+
+
+def _take_closing(ep: Episode, info: dict[str, Any]) -> None:
+    """The episode's score and success from an environment's closing record, where it has one."""
+    if "score" in info:
+        ep.score = float(info["score"])
+    if "success" in info:
+        ep.success = bool(info["success"])
 
 
 def _env_failed(ep: Episode, k: int, text: str, exc: Exception) -> None:

@@ -101,6 +101,14 @@ class TextEnv(abc.ABC):
     def max_steps(self) -> int:
         return self.capped(int(self.knobs["env"][self.task.gym]["max_steps"]))
 
+    def closing_record(self) -> dict[str, Any]:
+        """The `score` and `success` of an episode the rollout ended between turns (its token
+        budget, rollout.max_episode_tokens), as the environment writes them when it ends one at
+        its own limit. Default: nothing (score 0, success False), which is right for ColBench
+        (only an answer scores, and an answer ends the episode) and tau2 (a premature end
+        scores 0); UserGym's gyms keep what was achieved."""
+        return {}
+
     def capped(self, steps: int) -> int:
         """`steps` (the env.<gym>.max_steps knob) within the rollout's turn cap, if one is set."""
         return steps if self.turn_cap is None else min(steps, int(self.turn_cap))

@@ -52,6 +52,24 @@ def test_a_capped_turtle_episode_keeps_the_score_of_its_partial_answer(monkeypat
     assert env.max_steps == 3 and env.done
 
 
+def test_an_episode_the_token_budget_ends_keeps_its_score_too(monkeypatch, models):
+    """The rollout's token budget ends an episode between turns, before the environment would:
+    it is scored from the environment's closing record all the same."""
+    task = first_task("turtle")
+    snap = snapshot()
+    answer = "[answer] " + task.facts[0].text
+    scripted(monkeypatch, models, [answer, "[action] Did it happen at night?"])
+    env = BENCH.make_env(task, snap, seed=0)
+    ep = rollout_mod.start_episode(models, env, BENCH.system_prompt(task), seed=0)
+    # the first turn's answer fits; with the reply appended the episode is at its budget
+    budget = len(ep.tokens) + len(models.tokenizer.encode(answer, add_special_tokens=False)) + 8
+    rollout_mod.rollout(models, [ep], max_turns=5, response_length=64, temperature=1.0, top_p=1.0,
+                        max_episode_tokens=budget)
+    assert len(ep.turns) == 1 and ep.truncated and not env.done    # the rollout ended it
+    partial = env.answer_score(task.facts[0].text)
+    assert partial > 0 and ep.score == pytest.approx(partial)
+
+
 def test_without_a_cap_the_knob_is_the_limit():
     task = first_task("turtle")
     env = BENCH.make_env(task, snapshot(env={"turtle": {"max_steps": 5}}), seed=0)

@@ -193,10 +193,12 @@ class UserGymEnv(TextEnv):
         truncated = not terminated and self.turn >= self.max_steps
         self.done = terminated or truncated
         if self.done:
-            info["success"] = bool(self.success()) and not self.user_failed
-            info["score"] = float(self.score())
-            info["user_failed"] = self.user_failed
+            info.update(self.closing_record())
         return obs, reward, terminated, truncated, info
+
+    def closing_record(self) -> dict[str, Any]:
+        return {"success": bool(self.success()) and not self.user_failed,
+                "score": float(self.score()), "user_failed": self.user_failed}
 
     def _record_reply(self, reply: UserReply, content: str, info: dict) -> None:
         revealed = list(reply.revealed_facts)
