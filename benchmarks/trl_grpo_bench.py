@@ -249,7 +249,9 @@ def main() -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         for variant in ("prepare", *args.variants.split(",")):
             argv = [sys.executable, __file__, *sys.argv[1:], "--variant", variant]
-            subprocess.run(argv, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            # keep a PYTHONPATH the caller set (the device machine's carried wheels live there)
+            path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+            subprocess.run(argv, check=True, env={**os.environ, "PYTHONPATH": path})
     return 0
 
 
