@@ -81,3 +81,41 @@ def test_a_snapshot_withholding_an_unknown_kind_fails_when_the_env_is_made():
     with pytest.raises(UnknownFactKind, match="'shape'"):
         BENCH.make_env(task, snapshot(user={"travel": {"withhold_kinds": ["shape"]}}), seed=0)
     BENCH.make_env(task, snapshot(user={"travel": {"withhold_kinds": ["preference"]}}), seed=0)
+
+
+# What each gym shows the agent of the hidden facts' subject: repeating it must earn nothing. On the
+# UserRL test files, before their keys left out the prompt's words, answering with the claim alone
+# moved the user in 31 of 42 persuade tasks, the surface story scored in 31 of 48 turtle tasks, and
+# restating the vague task covered a detail in 33 of 40 intention tasks; the shipped tables had the
+# same flaw in 7 of 90 test tasks ("office", "saving", "parent", and "light" as a prefix of
+# "lighthouse").
+_SHOWN = {"persuade": ("answer", lambda t: t.data["claim"]),
+          "turtle": ("answer", lambda t: f"{t.data['title']} {t.data['surface']}"),
+          "intention": ("action", lambda t: f"{t.data['category']} {t.data['task']}")}
+
+
+def _paid_for_the_prompt(tasks) -> list[str]:
+    from usergym_helpers import make
+
+    paid = []
+    for task in tasks:
+        act, shown = _SHOWN[task.gym]
+        env = make(task)
+        if env.step(f"[{act}] {shown(task)}")[1] > 0:
+            paid.append(task.id)
+    return paid
+
+
+@pytest.mark.parametrize("gym", sorted(_SHOWN))
+def test_repeating_the_prompt_earns_nothing_in_the_shipped_tasks(gym):
+    tasks = BENCH.load_tasks("train", [gym]) + BENCH.load_tasks("test", [gym])
+    assert _paid_for_the_prompt(tasks) == []
+
+
+def test_repeating_the_prompt_earns_nothing_in_the_userrl_files(benchdata):
+    tasks = BENCH.load_tasks("test", sorted(_SHOWN), data_dir=benchdata)
+    assert len(tasks) == 42 + 48 + 40
+    assert _paid_for_the_prompt(tasks) == []
+    # and every task can still be won: each persuade task keeps the two reasons a win needs
+    assert all(len(t.facts) >= 2 for t in tasks if t.gym == "persuade")
+    assert all(t.facts for t in tasks)
