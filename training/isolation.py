@@ -185,14 +185,18 @@ def bwrap_argv(bwrap: str, workdir: str, files: tuple[str, ...], env: dict[str, 
     # end before their (pool) thread returns
     argv = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     argv += _system_libraries()
-    for root in python_roots():
-        argv += ["--ro-bind", root, root]
     argv += ["--dev", "/dev",
              "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-             "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm",
-             # its folder: a tmpfs at the host folder's path, holding the host's two files
-             # read-only (bwrap takes bind sources from the host's root)
-             "--size", str(FOLDER_BYTES), "--tmpfs", workdir]
+             "--size", str(TMPFS_BYTES), "--tmpfs", "/dev/shm"]
+    # after the private /tmp, not before: bwrap mounts in order, and a venv under /tmp (a clone
+    # in /tmp/x/.venv) bound first was hidden by the tmpfs, so every child failed to start
+    # ("execvp /tmp/x/.venv/bin/python: No such file or directory") and the probe fell back to
+    # no namespaces
+    for root in python_roots():
+        argv += ["--ro-bind", root, root]
+    # its folder: a tmpfs at the host folder's path, holding the host's two files read-only
+    # (bwrap takes bind sources from the host's root)
+    argv += ["--size", str(FOLDER_BYTES), "--tmpfs", workdir]
     for name in files:
         argv += ["--ro-bind", os.path.join(workdir, name), os.path.join(workdir, name)]
     argv += ["--chdir", workdir, "--clearenv"]

@@ -157,3 +157,24 @@ def test_folder_descriptors_inside_its_folder_work_and_lead_nowhere_else(tmp_pat
                       ("relative_up", "'..' in a relative path")):
         res = run_function(src, func, [], L)
         assert res.kind == "forbidden" and why in res.error, (func, res)
+
+
+@pytest.mark.skipif(not sandbox.isolation().namespaces,
+                    reason="bwrap cannot create namespaces on this machine (see README)")
+def test_a_python_installation_under_tmp_keeps_its_namespaces(tmp_path):
+    """A venv under /tmp (a clone in /tmp, as a fresh-clone check makes) was hidden by the child's
+    private /tmp, so no child started and the sandbox fell back to fewer walls: the probe must
+    find namespaces from such a venv too."""
+    import subprocess
+    import sys
+    import venv
+
+    assert str(tmp_path).startswith("/tmp/")
+    venv.create(tmp_path / "venv", system_site_packages=True, with_pip=False, symlinks=True)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(sandbox.__file__)))
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); from training import sandbox; "
+             "iso = sandbox.isolation(); print(iso.namespaces, iso.missing)")
+    out = subprocess.run([str(tmp_path / "venv" / "bin" / "python"), "-c", probe, root],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "True", out.stdout + out.stderr
