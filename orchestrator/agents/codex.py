@@ -173,6 +173,10 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
                                 env=base.clean_env(ctx, keep=credential_env()), timeout_s=ctx.time_limit_s,
                                 stdout_path=ctx.session_dir / "transcript.jsonl",
                                 stderr_path=ctx.session_dir / "stderr.txt", give_up=unreachable)
+    # codex-cli 0.171.0 starts its file-system helper in a bwrap of its own session
+    # (`--new-session ... codex-linux-sandbox ... --codex-run-as-fs-helper`), which outlives the
+    # CLI's process group: one per session stayed asleep under init until killed
+    base.end_leftovers(str(ctx.workspace), "--codex-run-as-fs-helper")
     res.transcript = str(ctx.session_dir / "transcript.jsonl")
     evs = events(proc.stdout)
     res.turns = sum(1 for e in evs if e.get("type") == "turn.completed")

@@ -95,6 +95,10 @@ def test_a_real_cli_session_reaches_the_gate_and_the_trainer(agent, tmp_path, mo
         _, final = run_experiment("real", opts, root)
         recorded = ep.requests()
     assert final == "finished"
+    # nothing the session started outlives it (codex's file-system helper ran in a session of
+    # its own, out of reach of the CLI's process group, and stayed under init)
+    from orchestrator.agents.base import naming
+    assert naming(str(exp / "workspace")) == []
 
     # what the CLI sent its model: the skill, the diagnose output, the files, each refusal
     main = [r for r in recorded if r.get("turn") is not None and r["conversation"] == 0]

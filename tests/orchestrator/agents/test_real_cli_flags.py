@@ -71,6 +71,9 @@ def test_codex_offline_ends_at_once_as_unavailable(exp, tmp_path, monkeypatch):
     assert res.status == base.UNAVAILABLE, res
     assert res.reason.startswith("codex cannot reach its model endpoint (offline)")
     assert "waiting for network" in res.reason
+    # the CLI given up on leaves nothing behind (its file-system helper ran in a session of its
+    # own and outlived the killed process group)
+    assert base.naming(str(exp / "workspace")) == []
 
 
 def test_refused_keys_end_either_cli_as_unavailable(exp, tmp_path, monkeypatch):
