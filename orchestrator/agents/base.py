@@ -194,25 +194,22 @@ def kill_leftover_agents(exp_dir: Path) -> list[int]:
     return ended
 
 
-def _processes() -> list[tuple[int, int, list[bytes]]]:
-    """(pid, parent pid, arguments) of every process this user can read."""
+def _processes() -> list[tuple[int, list[bytes]]]:
+    """(pid, arguments) of every process this user can read."""
     found = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue                    # gone meanwhile, or not ours to read
-        found.append((int(entry.name), ppid, args))
+        if entry.name.isdigit():
+            try:
+                found.append((int(entry.name), (entry / "cmdline").read_bytes().split(b"\0")))
+            except OSError:
+                continue                # gone meanwhile, or not ours to read
     return found
 
 
 def naming(marker: str) -> list[int]:
     """Processes whose command line names `marker` (a session's workspace: after the session,
     none should be left)."""
-    return [pid for pid, _, args in _processes() if any(marker.encode() in a for a in args)]
+    return [pid for pid, args in _processes() if any(marker.encode() in a for a in args)]
 
 
 def end_leftovers(marker: str, program: str) -> list[int]:
@@ -220,7 +217,7 @@ def end_leftovers(marker: str, program: str) -> list[int]:
     and `program` (a helper of the CLI's), orphaned yet or not (a helper whose parent is still
     dying is reparented a moment later); their pids."""
     ended = []
-    for pid, _, args in _processes():
+    for pid, args in _processes():
         if any(marker.encode() in a for a in args) and any(program.encode() in a for a in args):
             try:
                 os.kill(pid, signal.SIGKILL)

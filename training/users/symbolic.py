@@ -83,7 +83,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-def _word_hit(word: str, bag: set[str]) -> bool:
+def word_hit(word: str, bag: set[str]) -> bool:
     if word in bag:
         return True
     if len(word) < 4:
@@ -97,7 +97,7 @@ def similarity(message: str, fact: Fact) -> float:
     if not keywords:
         return 0.0
     bag = set(words(message))
-    hits = sum(1 for kw in keywords if (ws := words(kw)) and all(_word_hit(w, bag) for w in ws))
+    hits = sum(1 for kw in keywords if (ws := words(kw)) and all(word_hit(w, bag) for w in ws))
     return min(1.0, hits / min(2, len(keywords)))
 
 

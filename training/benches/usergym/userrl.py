@@ -29,6 +29,7 @@ from typing import Any
 from training.benches.base import Fact, Task
 from training.benches.usergym import function
 from training.benches.usergym.common import TaskFileError
+from training.users.symbolic import word_hit, words
 
 PARQUET = {"travel": "travel_multiturn_onechoice", "function": "function_multiturn",
            "persuade": "persuasion_multiturn", "tau": "tau_multiturn", "turtle": "turtle_multiturn",
@@ -56,14 +57,11 @@ def keywords(text: str, k: int = 2, shown: str = "") -> tuple[str, ...]:
     holds pays an agent for repeating its prompt. Measured on the UserRL test files before this
     rule: answering with the claim alone moved the user in 31 of 42 persuade tasks, the surface
     story in 31 of 48 turtle tasks, and restating the vague task covered a detail in 33 of 40
-    intention tasks (tests/training/test_task_data.py)."""
-    seen = [w for w in re.findall(r"[a-z]+", shown.lower()) if len(w) >= 4]
-
-    def in_prompt(w: str) -> bool:    # the users' matching counts a shared prefix as a hit
-        return any(w.startswith(s) or s.startswith(w) for s in seen)
-
+    intention tasks (tests/benches/usergym/test_usergym_data.py). A word counts as in the prompt
+    by the users' own matching (`word_hit`: a shared prefix is a hit)."""
+    seen = set(words(shown))
     ws = [w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 5 and w not in _STOP
-          and not in_prompt(w)]
+          and not word_hit(w, seen)]
     uniq = list(dict.fromkeys(ws))
     return tuple(sorted(uniq, key=lambda w: (-len(w), uniq.index(w)))[:k])
 
@@ -136,9 +134,9 @@ def _intention(rm: dict, pool: dict):
 
 def _persuade(rm: dict, pool: dict):
     claim = rm.get("claim") or rm.get("ground_truth", "")
-    facts = [Fact(id=f"c{j}", kind="concern", text=s, keywords=keywords(s, shown=claim))
+    facts = [Fact(id=f"c{j}", kind="concern", text=s, keywords=kw)
              for j, s in enumerate(_sentences(rm.get("argument") or "")[:6])
-             if keywords(s, shown=claim)]
+             if (kw := keywords(s, shown=claim))]
     return facts, {"claim": claim, "start_level": 6,
                    "levels_per_concern": 2, "runnable": True}
 
@@ -146,8 +144,8 @@ def _persuade(rm: dict, pool: dict):
 def _turtle(rm: dict, pool: dict):
     bottom = rm.get("bottom") or rm.get("ground_truth") or ""
     shown = f"{rm.get('title') or ''} {rm.get('surface') or ''}"
-    facts = [Fact(id=f"k{j}", kind="clue", text=s, keywords=keywords(s, shown=shown))
-             for j, s in enumerate(_sentences(bottom)[:6]) if keywords(s, shown=shown)]
+    facts = [Fact(id=f"k{j}", kind="clue", text=s, keywords=kw)
+             for j, s in enumerate(_sentences(bottom)[:6]) if (kw := keywords(s, shown=shown))]
     return facts, {"title": rm.get("title") or "", "surface": rm.get("surface") or "", "bottom": bottom,
                    "runnable": True}
 
