@@ -57,6 +57,11 @@ class ActorConfig:
     """Prompts per optimiser step (times rollout.n episodes), as in verl."""
     ppo_micro_batch_size: int = 4
     """Episodes per forward/backward pass; gradients accumulate over a mini-batch."""
+    ppo_max_token_len: int = 0
+    """> 0: forward/backward passes hold episodes of similar length up to this many tokens
+    (episodes x the longest, padding counted), in place of ppo_micro_batch_size episodes (verl's
+    use_dynamic_bsz with ppo_max_token_len_per_gpu); also sizes the no-grad passes of old and
+    reference log-probs. 0 = ppo_micro_batch_size episodes a pass."""
     ppo_epochs: int = 1
     """Passes over the step's episodes."""
     clip_ratio: float = 0.2
@@ -78,6 +83,8 @@ class CriticConfig:
     """Optimiser of the critic (its lr is not scaled by agent.lr_multiplier)."""
     ppo_micro_batch_size: int = 4
     """Episodes per critic forward/backward pass."""
+    ppo_max_token_len: int = 0
+    """> 0: critic passes by this token budget, as actor.ppo_max_token_len."""
     cliprange_value: float = 0.5
     """Value clipping: new values are kept within this distance of the rollout's values."""
 
@@ -244,6 +251,9 @@ class Config:
             (self.actor.ppo_mini_batch_size >= 1, "actor.ppo_mini_batch_size must be at least 1"),
             (self.actor.ppo_micro_batch_size >= 1, "actor.ppo_micro_batch_size must be >= 1"),
             (self.critic.ppo_micro_batch_size >= 1, "critic.ppo_micro_batch_size must be >= 1"),
+            (self.actor.ppo_max_token_len >= 0 and self.critic.ppo_max_token_len >= 0,
+             "actor.ppo_max_token_len and critic.ppo_max_token_len must not be negative (0 = "
+             "micro-batches by count)"),
             (0.0 <= self.algorithm.gamma <= 1.0, "algorithm.gamma must lie in [0, 1]"),
             (0.0 <= self.algorithm.lam <= 1.0, "algorithm.lam must lie in [0, 1]"),
             (self.algorithm.adv_estimator in ("turn_gae", "token_gae"),
@@ -345,33 +355,42 @@ _SECTIONS = {"DataConfig": DataConfig, "OptimConfig": OptimConfig, "ActorConfig"
              "RolloutConfig": RolloutConfig, "ModelConfig": ModelConfig,
              "TrainerConfig": TrainerConfig, "WorkspaceConfig": WorkspaceConfig}
 
+# Tokens per forward/backward pass of the bench presets (actor/critic.ppo_max_token_len): passes
+# of similar-length episodes up to this budget, where 4 episodes a pass left the H200 idle (a
+# 135M pass over ~3k tokens is launch-bound); 16,384 tokens of SmolLM2-135M hold ~12 GB of
+# activations. The CPU preset counts episodes (0): a CPU is compute-bound at any pass size.
+TOKEN_BUDGET = 16384
+
 # Appendix C, Table 9 (UserGym | ColBench | tau2-bench); turns from section 5's episode limits.
 PRESETS: dict[str, dict[str, Any]] = {
     "usergym": {"bench": "usergym", "data": {"train_batch_size": 64},
                 "actor": {"optim": {"lr": 3e-7}, "ppo_mini_batch_size": 16,
-                          "ppo_micro_batch_size": 4, "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
-                "critic": {"ppo_micro_batch_size": 4},
+                          "ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET,
+                          "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
+                "critic": {"ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET},
                 "rollout": {"n": 5, "max_turns": 16, "response_length": 1024,
                             "max_episode_tokens": 8192}},
     "colbench": {"bench": "colbench", "data": {"train_batch_size": 64},
                  "actor": {"optim": {"lr": 3e-7}, "ppo_mini_batch_size": 16,
-                           "ppo_micro_batch_size": 4, "kl_loss_coef": 0.001,
-                           "entropy_coeff": 0.001},
-                 "critic": {"ppo_micro_batch_size": 4},
+                           "ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET,
+                           "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
+                 "critic": {"ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET},
                  "rollout": {"n": 5, "max_turns": 10, "response_length": 1024,
                              "max_episode_tokens": 8192}},
     "tau2": {"bench": "tau2", "data": {"train_batch_size": 32},
              "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 16,
-                       "ppo_micro_batch_size": 2, "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
-             "critic": {"ppo_micro_batch_size": 2},
+                       "ppo_micro_batch_size": 2, "ppo_max_token_len": TOKEN_BUDGET,
+                       "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
+             "critic": {"ppo_micro_batch_size": 2, "ppo_max_token_len": TOKEN_BUDGET},
              "rollout": {"n": 5, "max_turns": 50, "response_length": 1024,
                          "max_episode_tokens": 16384}},
     # Fits a 2-core CPU: 4 episodes of at most 3 turns x 32 tokens (on the shared machine a
     # SmolLM2-135M step took minutes: benchmarks/trainer_bench.py); a larger lr so 8 steps move
     # the policy visibly (the paper's 3e-7 is tuned for 64 x 5 episodes on 4 GPUs).
     "cpu": {"data": {"train_batch_size": 2},
-            "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 2, "ppo_micro_batch_size": 4},
-            "critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size": 4},
+            "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 2, "ppo_micro_batch_size": 4,
+                      "ppo_max_token_len": 0},
+            "critic": {"optim": {"lr": 1e-5}, "ppo_micro_batch_size": 4, "ppo_max_token_len": 0},
             # 48-token turns hold every UserGym answer, the tau gym's write call included (39 / 45 /
             # 75 tokens; benchmarks/bench_budgets.py), which 32 never did
             "rollout": {"n": 2, "max_turns": 3, "response_length": 48, "max_episode_tokens": 1024,

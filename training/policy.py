@@ -26,6 +26,7 @@ from torch import nn
 
 from training.config import ModelConfig
 from training import ppo
+from training.chunked_head import head_logprobs
 from training.generation import PREFILL_CHUNK
 
 
@@ -212,26 +213,33 @@ def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = No
                   device=device, path=path, autocast_dtype=pick_precision(cfg.precision, device))
 
 
-def action_logprobs(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+def action_logprobs(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor | None,
                     response_mask: torch.Tensor, *, temperature: float = 1.0,
                     with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(logprobs (B, T), entropy (B, T) or None), both 0 off the action tokens.
 
-    The decoder runs on the whole sequence; the LM head only on the N action positions:
-    hidden (B, T, H) -> picked (N, H) -> logits (N, V).
+    The decoder runs on the whole sequence; the LM head only on the N action positions, chunk by
+    chunk (training/chunked_head.py: never a whole (N, V) fp32 tensor kept for backward):
+    hidden (B, T, H) -> picked (N, H) -> log-probs and entropies (N,). attention_mask None:
+    right-padded rows under causal attention (training/update.py `_micro`).
     """
     hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
                                  use_cache=False).last_hidden_state                 # (B, T, H)
     b_idx, t_idx = response_mask.nonzero(as_tuple=True)                             # (N,), (N,)
     picked = hidden[b_idx, t_idx - 1]                                               # (N, H)
-    logits = model.get_output_embeddings()(picked).float() / temperature            # (N, V)
     labels = input_ids[b_idx, t_idx]                                                # (N,)
-    logp_n = ppo.logprobs_from_logits(logits.unsqueeze(0), labels.unsqueeze(0))[0]  # (N,)
+    head = model.get_output_embeddings()
+    if getattr(head, "bias", None) is None and isinstance(head, nn.Linear):
+        logp_n, ent_n = head_logprobs(picked, head.weight, labels, temperature=temperature,
+                                      with_entropy=with_entropy)                   # (N,), (N,)
+    else:        # a head with a bias or of another kind: its logits whole
+        logits = head(picked).float() / temperature                                 # (N, V)
+        logp_n = ppo.logprobs_from_logits(logits.unsqueeze(0), labels.unsqueeze(0))[0]
+        ent_n = ppo.entropy_from_logits(logits.unsqueeze(0))[0] if with_entropy else None
     logp = torch.zeros(input_ids.shape, dtype=torch.float32, device=input_ids.device)
     logp = logp.index_put((b_idx, t_idx), logp_n)
     entropy = None
     if with_entropy:
-        ent_n = ppo.entropy_from_logits(logits.unsqueeze(0))[0]                     # (N,)
         entropy = torch.zeros_like(logp).index_put((b_idx, t_idx), ent_n)
     return logp, entropy
 
@@ -246,7 +254,22 @@ def generate(models: Models, contexts: list[list[int]], *, max_new_tokens: int,
     """
     model = model or models.rollout_policy or models.policy
     tok = models.tokenizer
-    if models.device.type == "cuda" and os.environ.get("EAU_ROLLOUT_BACKEND", "graph") == "graph":
+    backend = os.environ.get("EAU_ROLLOUT_BACKEND", "kv")
+    if backend == "kv":
+        # each episode keeps its KV cache across turns (training/kvengine.py): a turn runs only
+        # the tokens appended since the last one; CUDA-graph decode on GPU
+        from training.kvengine import rollout_engine
+        entry = rollout_engine(model, tok, end_of_turn_ids(tok))
+        if entry is not None:
+            was_training = entry.model.training
+            entry.model.eval()
+            try:
+                return entry.engine.generate(contexts, max_new_tokens=max_new_tokens,
+                                             temperature=temperature, top_p=top_p,
+                                             min_new_tokens=min_new_tokens)
+            finally:
+                entry.model.train(was_training)
+    if models.device.type == "cuda" and backend == "graph":
         # CUDA-graph decode on a bf16 copy (training/generation.py); None = not applicable
         from training.generation import fast_generate
         fast = fast_generate(model, tok, contexts, max_new_tokens=max_new_tokens,

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torch.profiler import record_function
+
 from training.benches.base import TextEnv, UserReply, UserState
 from training.novelty import novelty
 from training.policy import Models, end_of_turn_ids, generate
@@ -188,8 +190,9 @@ def run_turn(models: Models, active: list[Episode], k: int, *, response_length: 
     tok = models.tokenizer
     stop = end_of_turn_ids(tok)
     t0 = time.perf_counter()
-    new = generate(models, [ep.tokens for ep in active], max_new_tokens=response_length,
-                   temperature=temperature, top_p=top_p)
+    with record_function("eau/generate"):
+        new = generate(models, [ep.tokens for ep in active], max_new_tokens=response_length,
+                       temperature=temperature, top_p=top_p)
     stats.generate_s += time.perf_counter() - t0
     stats.generated_tokens += sum(len(n) for n in new)
     stats.turns += len(active)

@@ -96,6 +96,12 @@ def load_bench(name: str):
     return get_bench(name)
 
 
+def phase(name: str):
+    """A named range of the step for torch.profiler (benchmarks/step_profile.py reads the eau/*
+    ranges as the step's breakdown); without a profiler running it costs one function call."""
+    return torch.profiler.record_function(name)
+
+
 def step_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step * 7919) % (2**31 - 1)
 
@@ -234,8 +240,12 @@ class Trainer:
     @staticmethod
     def _optimizer(model: torch.nn.Module, optim) -> torch.optim.Optimizer:
         params = [p for p in model.parameters() if p.requires_grad]
+        # CUDA: the fused kernel (one launch for all parameters) in place of the foreach
+        # default; the CPU keeps the default, which every CPU resume test was written against
+        fused = bool(params) and params[0].device.type == "cuda" and \
+            not any(hasattr(p, "full_tensor") for p in params)        # FSDP2's DTensors
         return torch.optim.AdamW(params, lr=optim.lr, betas=tuple(optim.betas),
-                                 weight_decay=optim.weight_decay)
+                                 weight_decay=optim.weight_decay, fused=fused or None)
 
     def _user_llm(self):
         """The llm arm's backends: None (symbolic arm only), or the frozen reference model answering
@@ -419,20 +429,25 @@ class Trainer:
         # each process samples its own episodes, so its own stream (one process: today's seed)
         reseed(D.seed_for(seed, self.dist) % (2**31 - 1) if self.dist.active else seed)
         coefs = self.coefficients()
-        episodes = self.make_episodes(step)
-        stats = self._rollout(episodes)
+        with phase("eau/rollout"):
+            episodes = self.make_episodes(step)
+            stats = self._rollout(episodes)
         # a SIGTERM may have reached some processes only: agree before the collective update
         if D.any_true(self.stop_requested, self.dist):
             self.stop_requested = True
             return None
-        records, turn_rewards, score_stats = self._score(episodes)
-        batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id,
-                        [ep.observations() for ep in episodes])
+        with phase("eau/rewards"):
+            records, turn_rewards, score_stats = self._score(episodes)
+            batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id,
+                            [ep.observations() for ep in episodes])
         t_update = time.perf_counter()
         total = self.cfg.episodes_per_step if self.dist.active else None
-        advantage = score_batch(self.models, batch, self.cfg, self.dist, total)
-        update = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg, coefs,
-                            seed=seed, info=self.dist, global_size=total)
+        with phase("eau/score_batch"):
+            advantage = score_batch(self.models, batch, self.cfg, self.dist, total)
+        score_s = time.perf_counter() - t_update
+        with phase("eau/ppo_update"):
+            update = ppo_update(self.models, self.actor_opt, self.critic_opt, batch, self.cfg,
+                                coefs, seed=seed, info=self.dist, global_size=total)
         update.update(advantage)
         update_s = time.perf_counter() - t_update
         records, stats, score_stats, tokens, peak = self._gather(
@@ -440,7 +455,8 @@ class Trainer:
         out = step_metrics(step, records, update, stats, score_stats, coefs,
                            commit=self.live.commit,
                            update_tokens=tokens * self.cfg.actor.ppo_epochs, peak_mb=peak,
-                           step_s=time.perf_counter() - t_start, update_s=update_s)
+                           step_s=time.perf_counter() - t_start, update_s=update_s,
+                           score_s=score_s)
         if self.main:
             self.write_trajectories(step, records)
         return out
@@ -659,7 +675,7 @@ class Trainer:
 def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any],
                  stats: RolloutStats, score_stats: rewards.ScoreStats, coefs: dict[str, float], *,
                  commit: str, update_tokens: int, peak_mb: float, step_s: float,
-                 update_s: float) -> dict[str, Any]:
+                 update_s: float, score_s: float = 0.0) -> dict[str, Any]:
     """One line of metrics.jsonl (DESIGN.md's metric names): the episodes' metrics, the update's,
     and the step's counts, knobs and times, all over every process."""
     out = episode_metrics(records)
@@ -672,6 +688,12 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
                 "actor/kl_loss_coef": coefs["kl_loss_coef"], "actor/lr": coefs["lr"],
                 "perf/step_s": step_s,
                 "perf/rollout_s": stats.generate_s + stats.env_s,
+                # the rollout's parts: the policy's decoding, and everything else of a turn
+                # (environments, users, templates), which runs on the host between decodes
+                "perf/generate_s": stats.generate_s, "perf/env_s": stats.env_s,
+                # perf/update_s includes perf/score_s: the no-grad passes (old and reference
+                # log-probs, values) before the gradient epochs
+                "perf/score_s": score_s,
                 "perf/update_s": update_s,
                 "perf/rollout_tokens_per_s": stats.generated_tokens / max(stats.generate_s, 1e-9),
                 # every token the update forwards (prompt, observations, actions) in all its

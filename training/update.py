@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from training import distributed as D
-from training import grpo, ppo
+from training import grpo, packing, ppo
 from training.config import Config
 from training.infogain import information_gain
 from training.policy import Models, action_logprobs
@@ -87,10 +87,15 @@ def collate(episodes, turn_rewards: list[list[float]], pad_id: int,
 
 
 def _micro(batch: Batch, index: torch.Tensor, device: torch.device) -> dict[str, torch.Tensor]:
-    """Rows `index` of the batch, cut to their longest episode, on `device`."""
+    """Rows `index` of the batch, cut to their longest episode, on `device`.
+
+    No attention mask goes with them: rows are right padded, so under causal attention a real
+    token never sees a padding token (padding only follows it), and the padded positions' own
+    outputs are masked out of every loss by response_mask. Without a mask SDPA runs its fused
+    causal kernels instead of a masked (B, 1, T, T) path."""
     T = int(batch.lengths[index].max())
     out = {}
-    for name in ("input_ids", "attention_mask", "response_mask", "turn_ids", "old_logprobs",
+    for name in ("input_ids", "response_mask", "turn_ids", "old_logprobs",
                  "ref_logprobs", "old_values", "advantages", "returns"):
         value = getattr(batch, name)
         if value is not None:
@@ -126,27 +131,32 @@ def score_batch(models: Models, batch: Batch, cfg: Config, info: D.DistInfo = SI
     step = cfg.actor.ppo_micro_batch_size
     # infopo's gain reads the old log-probs (training/infogain.py): never skip them there
     skip_old = single_update(batch, cfg, G) and a.name != "infopo"
-    # wrapped models are collective per forward: every process runs the most passes any needs
-    passes = max(-(-rows_of(r, info.world_size, G) // step) for r in range(info.world_size))
+    # micro-batches by count or by token budget (micro_groups); wrapped models are collective per
+    # forward, so every process runs as many passes as the process with the most groups
+    budget = cfg.actor.ppo_max_token_len
+    _, lengths = episode_sizes(batch, info, G)                                   # (G,)
+    W = info.world_size
+    groups = micro_groups(torch.arange(B), batch.lengths, step, budget)
+    passes = max(len(micro_groups(torch.arange(rows_of(r, W, G)), lengths[r::W], step, budget))
+                 for r in range(W))
     models.policy.eval()
     if critic:
         models.critic.eval()
     for i in range(passes):
-        start = i * step
-        dummy = start >= B
-        index = torch.arange(0, 1) if dummy else torch.arange(start, min(start + step, B))
+        dummy = i >= len(groups)
+        index = torch.arange(0, 1) if dummy else groups[i]
         mb = _micro(batch, index, models.device)
         t = mb["input_ids"].shape[1]
         with models.autocast():
             if not skip_old:
-                lp, _ = models.logprobs(mb["input_ids"], mb["attention_mask"],
+                lp, _ = models.logprobs(mb["input_ids"], None,
                                         mb["response_mask"], temperature=temp)
             if not dummy:
                 with models.reference_model() as reference:
-                    rp, _ = action_logprobs(reference, mb["input_ids"], mb["attention_mask"],
+                    rp, _ = action_logprobs(reference, mb["input_ids"], None,
                                             mb["response_mask"], temperature=temp)
             if critic:
-                v = models.values(mb["input_ids"], mb["attention_mask"])
+                v = models.values(mb["input_ids"], None)
         if dummy:
             continue
         if not skip_old:
@@ -287,37 +297,74 @@ class MiniBatch:
     rows: torch.Tensor    # (n,) this process's rows of it: indices into its Batch (n may be 0)
     tokens: int           # action tokens of the whole mini-batch, over all processes
     actor_passes: int     # forward/backward passes per process: the same on every process,
-    critic_passes: int    # enough for the process holding the most rows (module docstring)
+    critic_passes: int    # enough for the process holding the most micro-batches
+    actor_groups: tuple[torch.Tensor, ...] = ()    # this process's rows, one tensor a pass
+    critic_groups: tuple[torch.Tensor, ...] = ()
+
+
+def episode_sizes(batch: Batch, info: D.DistInfo = SINGLE, global_size: int | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """(G,) action tokens and (G,) lengths of every episode of the step, in global order, on
+    every process (one gather of this process's counts; global episode g is row g // W of rank
+    g % W)."""
+    local = torch.stack([batch.response_mask.sum(1), batch.lengths])            # (2, B)
+    if not info.active:
+        return local[0], local[1]
+    parts = D.gather_objects(local.tolist(), info)
+    W = info.world_size
+    G = global_size or batch.size
+    both = torch.tensor([[parts[g % W][i][g // W] for g in range(G)] for i in range(2)])
+    return both[0], both[1]
 
 
 def episode_tokens(batch: Batch, info: D.DistInfo = SINGLE,
                    global_size: int | None = None) -> torch.Tensor:
-    """(G,) action tokens of every episode of the step, in global order, on every process
-    (one gather of this process's counts; global episode g is row g // W of rank g % W)."""
-    local = batch.response_mask.sum(1)                                              # (B,)
-    if not info.active:
-        return local
-    parts = D.gather_objects(local.tolist(), info)
-    W = info.world_size
-    return torch.tensor([parts[g % W][g // W] for g in range(global_size or batch.size)])
+    """(G,) action tokens of every episode of the step, in global order (episode_sizes)."""
+    return episode_sizes(batch, info, global_size)[0]
+
+
+def micro_groups(rows: torch.Tensor, lengths: torch.Tensor, count: int, budget: int
+                 ) -> list[torch.Tensor]:
+    """`rows` (n,) as the micro-batches of one pass each: `count` rows at a time in their order
+    (budget 0), or, with a token budget, rows of similar length together so that each group's
+    padded size (rows x its longest) stays within `budget` (verl's dynamic batch size:
+    `ppo_max_token_len_per_gpu`); a row longer than the budget goes alone. `lengths` (n,) are
+    the rows' token counts."""
+    if len(rows) == 0:
+        return []
+    if budget <= 0:
+        return list(rows.split(count))
+    groups = packing.length_sorted_micro_batches(lengths.tolist(), budget)
+    return [rows[torch.tensor(g, dtype=torch.long)] for g in groups]
 
 
 def plan_minibatches(tokens: torch.Tensor, mini: int, actor_micro: int, critic_micro: int,
-                     generator: torch.Generator, *, rank: int = 0,
-                     world: int = 1) -> list[MiniBatch]:
+                     generator: torch.Generator, *, rank: int = 0, world: int = 1,
+                     lengths: torch.Tensor | None = None, actor_budget: int = 0,
+                     critic_budget: int = 0) -> list[MiniBatch]:
     """One epoch's mini-batches, as process `rank` of `world` sees them.
 
     `tokens` (G,) holds every episode's action-token count. A permutation of the G global episode
     ids (drawn from `generator`, the same on every process) is split into mini-batches of `mini`
     ids; global id g is row g // world of process g % world. Pure: at world 1 the rows are
-    `torch.randperm(G, generator=generator).split(mini)` themselves."""
+    `torch.randperm(G, generator=generator).split(mini)` themselves. Each process's rows of a
+    mini-batch go into micro-batches (`micro_groups`): `actor_micro` / `critic_micro` rows, or
+    by `actor_budget` / `critic_budget` tokens of `lengths` (G,) where a budget is set; every
+    process runs as many passes as the process with the most micro-batches."""
+    lengths = tokens if lengths is None else lengths
     out = []
     for ids in torch.randperm(len(tokens), generator=generator).split(mini):
-        most = max(int((ids % world == r).sum()) for r in range(world))
+        plans = []
+        for r in range(world):
+            mine = ids[ids % world == r]
+            plans.append((micro_groups(mine // world, lengths[mine], actor_micro, actor_budget),
+                          micro_groups(mine // world, lengths[mine], critic_micro, critic_budget)))
         out.append(MiniBatch(rows=ids[ids % world == rank] // world,
                              tokens=int(tokens[ids].sum()),
-                             actor_passes=-(-most // actor_micro),
-                             critic_passes=-(-most // critic_micro)))
+                             actor_passes=max(len(a) for a, _ in plans),
+                             critic_passes=max(len(c) for _, c in plans),
+                             actor_groups=tuple(plans[rank][0]),
+                             critic_groups=tuple(plans[rank][1])))
     return out
 
 
@@ -327,7 +374,7 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
     temp = cfg.rollout.temperature if cfg.rollout.temperature > 0 else 1.0
     mask = mb["response_mask"]
     with models.autocast():
-        logp, ent = models.logprobs(mb["input_ids"], mb["attention_mask"], mask,
+        logp, ent = models.logprobs(mb["input_ids"], None, mask,
                                     temperature=temp, with_entropy=True)
     old = mb["old_logprobs"] if "old_logprobs" in mb else logp.detach()    # single_update
     pg = ppo.policy_loss(logp, old, mb["advantages"], mask, cfg.actor.clip_ratio,
@@ -342,34 +389,35 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
                         ("actor/dual_clipfrac", pg["dual_clipfrac"]),
                         ("actor/approx_kl", pg["approx_kl"]), ("actor/entropy", entropy),
                         ("kl/ref", kl), ("actor/loss", loss)):
-        sums[name] = sums.get(name, 0.0) + float(value.detach()) * share
+        # kept on the device: one transfer per step (ppo_update), not one per pass and metric
+        sums[name] = sums.get(name, 0.0) + value.detach().float() * share
 
 
 def _critic_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config, share: float,
                   sums: dict[str, float], scale: int = 1) -> None:
     mask = mb["response_mask"]
     with models.autocast():
-        values = models.values(mb["input_ids"], mb["attention_mask"])               # (b, t)
+        values = models.values(mb["input_ids"], None)               # (b, t)
     vl = ppo.value_loss(values.float(), mb["old_values"], mb["returns"], mask,
                         cfg.critic.cliprange_value)
     (vl["value_loss"] * (share * scale)).backward()
     for name, value in (("critic/value_loss", vl["value_loss"]),
                         ("critic/vf_clipfrac", vl["vf_clipfrac"])):
-        sums[name] = sums.get(name, 0.0) + float(value.detach()) * share
+        # kept on the device: one transfer per step (ppo_update), not one per pass and metric
+        sums[name] = sums.get(name, 0.0) + value.detach().float() * share
 
 
-def _accumulate(models: Models, batch: Batch, index: torch.Tensor, micro: int, total: int,
-                passes: int, fn) -> None:
-    """Run fn(mb, share) over `passes` micro-batches of this process's rows `index` of a
-    mini-batch with `total` action tokens over all processes; passes past this process's rows
+def _accumulate(models: Models, batch: Batch, groups: tuple[torch.Tensor, ...], passes: int,
+                total: int, fn) -> None:
+    """Run fn(mb, share) over `passes` micro-batches: this process's `groups` of rows of a
+    mini-batch with `total` action tokens over all processes; passes past this process's groups
     are zero-weight passes on row 0 (the collective count must match, module docstring)."""
     total = max(total, 1)
     for i in range(passes):
-        sub = index[i * micro:(i + 1) * micro]
-        if len(sub) == 0:
+        if i >= len(groups):
             fn(_micro(batch, torch.arange(0, 1), models.device), 0.0)
             continue
-        mb = _micro(batch, sub, models.device)
+        mb = _micro(batch, groups[i], models.device)
         fn(mb, int(mb["response_mask"].sum()) / total)
 
 
@@ -386,7 +434,7 @@ def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
     (over all processes; `global_size` episodes in all, this process holding its rows).
     critic_opt None (grpo, infopo): the actor alone, the same clipped loss on their advantages."""
     gen = torch.Generator().manual_seed(seed)
-    tokens = episode_tokens(batch, info, global_size)                              # (G,)
+    tokens, lengths = episode_sizes(batch, info, global_size)                      # (G,), (G,)
     mini = cfg.actor.ppo_mini_batch_size * cfg.rollout.n
     amicro, cmicro = cfg.actor.ppo_micro_batch_size, cfg.critic.ppo_micro_batch_size
     W = info.world_size         # DDP and FSDP average gradients over processes: scale back to a sum
@@ -395,11 +443,13 @@ def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
     grad_norms = {"actor/grad_norm": 0.0, **({"critic/grad_norm": 0.0} if critic else {})}
     n_updates = 0
     for _ in range(cfg.actor.ppo_epochs):
-        for mb in plan_minibatches(tokens, mini, amicro, cmicro, gen, rank=info.rank, world=W):
+        for mb in plan_minibatches(tokens, mini, amicro, cmicro, gen, rank=info.rank, world=W,
+                                   lengths=lengths, actor_budget=cfg.actor.ppo_max_token_len,
+                                   critic_budget=cfg.critic.ppo_max_token_len):
             if mb.tokens == 0:
                 continue
             actor_opt.zero_grad(set_to_none=True)
-            _accumulate(models, batch, mb.rows, amicro, mb.tokens, mb.actor_passes,
+            _accumulate(models, batch, mb.actor_groups, mb.actor_passes, mb.tokens,
                         lambda m, share: _actor_micro(models, m, cfg, coefs, share, sums, W))
             grad_norms["actor/grad_norm"] += _grad_norm(
                 [p for p in models.policy.parameters() if p.requires_grad],
@@ -407,13 +457,13 @@ def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
             actor_opt.step()
             if critic:       # its own backbone: independent of the actor's step just taken
                 critic_opt.zero_grad(set_to_none=True)
-                _accumulate(models, batch, mb.rows, cmicro, mb.tokens, mb.critic_passes,
+                _accumulate(models, batch, mb.critic_groups, mb.critic_passes, mb.tokens,
                             lambda m, share: _critic_micro(models, m, cfg, share, sums, W))
                 grad_norms["critic/grad_norm"] += _grad_norm(models.critic.parameters(),
                                                              cfg.critic.optim.grad_clip)
                 critic_opt.step()
             n_updates += 1
-    sums = D.all_reduce_sum(sums, info)
+    sums = D.all_reduce_sum({k: float(v) for k, v in sums.items()}, info)
     out = {k: v / max(n_updates, 1) for k, v in {**sums, **grad_norms}.items()}
     if critic:
         out.update(global_stats(batch.old_values, batch.returns, batch.response_mask, info))

@@ -121,9 +121,12 @@ def test_prefill_memory_grows_with_the_chunk_not_the_prompt(model, monkeypatch):
 
 
 def test_rollout_generate_prefills_in_chunks_with_the_same_tokens(monkeypatch):
-    """policy.generate's transformers path (the CPU's, and CUDA's where fast_generate does not
-    apply) prefills PREFILL_CHUNK positions at a time: same greedy and seeded sampled tokens."""
+    """policy.generate's transformers path (EAU_ROLLOUT_BACKEND=plain, and wherever the KV
+    engine does not apply) prefills PREFILL_CHUNK positions at a time: same greedy and seeded
+    sampled tokens."""
     from training import policy
+
+    monkeypatch.setenv("EAU_ROLLOUT_BACKEND", "plain")
 
     class ChatTok(Tok):
         unk_token_id = None

@@ -1,0 +1,214 @@
+"""The KV engine (training/kvengine.py): sequences keep their cache across calls, and a call runs
+only the tokens past what a slot holds, with the same tokens as transformers' `generate`.
+
+Greedy comparisons run in fp32 on a random Llama whose greedy continuations vary (init 0.3, as in
+test_generation.py); the CUDA-graph path is the gpu-marked test at the end.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from training.generation import GenerationConfigError, make_generator
+from training.kvengine import KVEngine, rollout_engine
+
+
+def _model(dtype=torch.float32, device="cpu"):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, initializer_range=0.3,
+                      pad_token_id=0, eos_token_id=1)
+    return LlamaForCausalLM(cfg).to(device=device, dtype=dtype).eval()
+
+
+class Tok:
+    pad_token_id = 0
+    eos_token_id = 1
+
+
+def _rand(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(2, 300, (n,), generator=g).tolist()
+
+
+def _engine(model, **kw):
+    return KVEngine(model, slots=kw.pop("slots", 2), stop_ids=kw.pop("stop_ids", [1]), pad_id=0,
+                    width_bucket=kw.pop("width_bucket", 16), **kw)
+
+
+def _forward_widths(engine, monkeypatch):
+    """The query width of every decoder forward the engine makes."""
+    widths = []
+    forward = engine.decoder.forward
+
+    def spy(*args, **kw):
+        widths.append(kw["input_ids"].shape[1])
+        return forward(*args, **kw)
+
+    monkeypatch.setattr(engine.decoder, "forward", spy)
+    return widths
+
+
+def _conversation(turns=4, lengths=(5, 40, 17)):
+    """Contexts of a multi-turn exchange: each turn appends the previous answer and a reply."""
+    return [_rand(n, 100 + i) for i, n in enumerate(lengths)], [
+        [_rand(3 + 5 * i + t, 200 + 10 * i + t) for i in range(len(lengths))]
+        for t in range(turns)]
+
+
+def test_turns_greedy_equal_plain_generate_and_run_only_the_new_tokens(monkeypatch):
+    """Four turns of three sequences, each turn's context the last one plus its answer plus a
+    reply: the engine's greedy tokens equal transformers' `generate` on the whole contexts,
+    and after the first turn each forward runs at most the longest appended part, never the
+    history again."""
+    model = _model()
+    plain = make_generator(_model(), Tok, "plain")
+    engine = _engine(model, slots=3, prefill_chunk=7)
+    widths = _forward_widths(engine, monkeypatch)
+    contexts, replies = _conversation()
+    for t, reply in enumerate(replies):
+        before = len(widths)
+        mine = engine.generate(contexts, max_new_tokens=12, greedy=True)
+        theirs = plain.generate(contexts, 12, greedy=True, stop_ids=[1])
+        assert mine == theirs, t
+        prefill = [w for w in widths[before:] if w > 1]
+        if t == 0:
+            assert max(prefill) == 7                          # the prompts, in 7-token chunks
+        else:      # the last answer's final token, then the reply: nothing older
+            assert max(prefill, default=1) <= 1 + max(len(r) for r in reply)
+        contexts = [c + m + r for c, m, r in zip(contexts, mine, reply)]
+    assert len({tuple(c) for c in contexts}) == 3
+
+
+def test_stop_ids_min_new_and_max_new_like_plain():
+    """Stop ids end a sequence after the first one (kept), min_new_tokens bars them until then,
+    and max_new_tokens cuts the rest; each as transformers does."""
+    model = _model()
+    plain = make_generator(_model(), Tok, "plain")
+    prompts = [_rand(n, 7 + n) for n in (3, 9, 14, 1)]
+    free = plain.generate(prompts, 20, greedy=True)
+    stop = next(t for row in free for t in row[2:])          # a token greedy decoding writes
+    engine = _engine(model, slots=4, stop_ids=[stop])
+    mine = engine.generate(prompts, max_new_tokens=20, greedy=True)
+    assert mine == plain.generate(prompts, 20, greedy=True, stop_ids=[stop])
+    assert any(row and row[-1] == stop and len(row) < 20 for row in mine)
+    late = engine.generate(prompts, max_new_tokens=20, greedy=True, min_new_tokens=8)
+    assert all(stop not in row[:8] for row in late)
+    assert all(len(r) <= 3 for r in engine.generate(prompts, max_new_tokens=3, greedy=True))
+
+
+def test_a_slot_is_reused_only_for_its_own_prefix_and_gives_the_same_tokens(monkeypatch):
+    """A context that extends what a slot holds reuses it; a shorter context whose tokens a slot
+    holds reuses it too (columns past it are dropped); an unrelated one takes the least recently
+    used slot. Every answer equals a fresh engine's."""
+    model = _model()
+    engine = _engine(model, slots=2)
+    a, b = _rand(30, 1), _rand(20, 2)
+    first = engine.generate([a, b], max_new_tokens=6, greedy=True)
+    widths = _forward_widths(engine, monkeypatch)
+    longer = a + first[0] + [5, 6, 7]
+    shorter = b[:12]
+    again = engine.generate([longer, shorter], max_new_tokens=6, greedy=True)
+    assert max(widths[:1]) <= 1 + 3                           # only the appended tokens of a
+    fresh = _engine(_model(), slots=2).generate([longer, shorter], max_new_tokens=6, greedy=True)
+    assert again == fresh
+    other = _rand(25, 3)
+    assert engine.generate([other], max_new_tokens=6, greedy=True) == \
+        _engine(_model(), slots=1).generate([other], max_new_tokens=6, greedy=True)
+
+
+def test_changed_weights_forget_every_cache():
+    """A cache is only valid for the weights that computed it: after an in-place change of the
+    weights (an optimiser step) the next call prefills everything again and matches a fresh
+    engine on the changed model."""
+    model = _model()
+    engine = _engine(model, slots=1)
+    ctx = _rand(24, 4)
+    out = engine.generate([ctx], max_new_tokens=5, greedy=True)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1.3)
+    follow = ctx + out[0] + [9, 9]
+    changed = _model()
+    with torch.no_grad():
+        for p in changed.parameters():
+            p.mul_(1.3)
+    assert engine.generate([follow], max_new_tokens=5, greedy=True) == \
+        _engine(changed, slots=1).generate([follow], max_new_tokens=5, greedy=True)
+
+
+def test_more_contexts_than_slots_grow_the_engine_and_sampling_repeats():
+    model = _model()
+    engine, other, third = _engine(model, slots=1), _engine(_model(), slots=3), \
+        _engine(_model(), slots=3)
+    prompts = [_rand(n, 40 + n) for n in (4, 11, 6)]
+    torch.manual_seed(5)
+    a = engine.generate(prompts, max_new_tokens=10, temperature=1.0)
+    assert engine.slots == 3 and len(a) == 3
+    torch.manual_seed(5)
+    assert other.generate(prompts, max_new_tokens=10, temperature=1.0) == a   # same draws
+    torch.manual_seed(6)
+    assert third.generate(prompts, max_new_tokens=10, temperature=1.0) != a
+    # temperature 0 and a vanishing nucleus are both greedy
+    greedy = _engine(_model(), slots=3).generate(prompts, max_new_tokens=10, greedy=True)
+    assert _engine(_model(), slots=3).generate(prompts, max_new_tokens=10, temperature=0.0) == greedy
+    assert _engine(_model(), slots=3).generate(prompts, max_new_tokens=10, temperature=1.0,
+                                               top_p=1e-6) == greedy
+
+
+def test_bad_calls_are_refused_in_one_sentence():
+    model = _model()
+    engine = _engine(model)
+    with pytest.raises(GenerationConfigError, match="at least one token"):
+        engine.generate([[]], max_new_tokens=3)
+    assert engine.generate([[5]], max_new_tokens=0) == [[]]
+    with pytest.raises(GenerationConfigError, match="at most 8 stop ids"):
+        _engine(model, stop_ids=list(range(9)))
+
+
+def test_training_passes_on_the_same_model_are_unchanged():
+    """The engine switches the model's attention to its own; a forward outside the engine (the
+    update's training passes, on the CPU the very same model) still runs SDPA: same logits."""
+    model, plain = _model(), _model()
+    _engine(model).generate([_rand(9, 1)], max_new_tokens=3, greedy=True)
+    ids = torch.tensor([_rand(12, 2), _rand(12, 3)])
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0
+    torch.testing.assert_close(model(input_ids=ids, attention_mask=mask).logits,
+                               plain(input_ids=ids, attention_mask=mask).logits)
+
+
+def test_rollout_engine_follows_the_policy_weights():
+    """The trainer's engine (policy.generate's "kv" backend) decodes the live weights: after an
+    update the same context gives what a fresh engine on the updated weights gives."""
+    model = _model()
+    entry = rollout_engine(model, Tok, [1])
+    ctx = [_rand(10, 8)]
+    entry.engine.generate(ctx, max_new_tokens=4, greedy=True)
+    with torch.no_grad():
+        model.model.layers[0].mlp.up_proj.weight.mul_(2.0)
+    again = rollout_engine(model, Tok, [1])
+    assert again is entry
+    changed = _model()
+    with torch.no_grad():
+        changed.model.layers[0].mlp.up_proj.weight.mul_(2.0)
+    assert again.engine.generate(ctx, max_new_tokens=4, greedy=True) == \
+        _engine(changed, slots=1).generate(ctx, max_new_tokens=4, greedy=True)
+
+
+@pytest.mark.gpu
+def test_cuda_graph_turns_greedy_equal_plain_on_gpu():
+    """On CUDA every decode step is a graph replay: the same greedy tokens as plain `generate`
+    over four turns (fp32, TF32 off), at a batch of 48."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = _model(device="cuda")
+    plain = make_generator(_model(device="cuda"), Tok, "plain")
+    engine = _engine(model, slots=48)
+    assert engine.use_graph
+    contexts = [_rand(5 + i % 40, 300 + i) for i in range(48)]
+    for t in range(4):
+        mine = engine.generate(contexts, max_new_tokens=24, greedy=True)
+        assert mine == plain.generate(contexts, 24, greedy=True, stop_ids=[1]), t
+        contexts = [c + m + _rand(3 + t, 400 + t) for c, m in zip(contexts, mine)]

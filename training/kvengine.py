@@ -1,0 +1,477 @@
+"""Decoding with a KV cache that each sequence keeps for its whole life: a turn appends to it.
+
+Why: a multi-turn rollout used to hand `generate` the whole conversation at every turn, which ran
+the history through the model again (turn k of an episode re-read turns 0..k-1) and, in the CUDA
+path, needed a new (batch, length) cache and graph as contexts grew. vLLM and SGLang keep a
+sequence's cache and append to it (their `v1/core` block manager, SGLang's radix cache); so does
+this engine, in the plainest form that serves a rollout: one slot per sequence, a cache row of
+its own, and the engine remembering which tokens each slot holds.
+
+    engine = KVEngine(model, slots=64, stop_ids=[2], pad_id=0)
+    new = engine.generate(contexts, max_new_tokens=128, temperature=0.7)   # like generate()
+    # next turn: contexts[i] + new[i] + reply tokens; only the part past the slot's cache is run
+
+Parts:
+1. Slots and caches: per layer, keys and values (S, Hkv, L, D). `start[s]` counts the tokens slot
+   s holds; `held[s]` is that token list on the host, so a call finds the slot whose tokens are a
+   prefix of its context (`generate`) and runs only the rest (`prefill`).
+2. Attention (`kv_attention`, registered with transformers' AttentionInterface as "eau_kv"):
+   the model runs with no cache object; each layer's new keys and values are written into the
+   slot's row at its own columns, and the queries attend to the row's first `width` columns under
+   a mask (column j visible to a query at position p iff j <= p). Any call while no engine is
+   running (the update's training passes on the same model) goes to SDPA unchanged.
+3. Decoding: one step feeds each active slot's last sampled token, samples the next (temperature,
+   top-p, stop ids barred before `min_new`), and advances only active slots. On CUDA the step is
+   captured in a CUDA graph per cache width (`width_bucket` columns), so a step is one replay; the
+   host reads the `active` flags every `check_every` steps.
+
+Every column is written before it is read: a slot's writes past its own length (padding queries of
+a prefill, the repeated feed of an ended slot) land where the next real token of that slot is
+written first, so nothing stale is ever attended to. Greedy output equals transformers'
+`generate` on the same contexts (tests/training/test_kvengine.py).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Sequence
+
+import torch
+
+from training.generation import MAX_STOP_IDS, GenerationConfigError, sample_next
+
+ATTN = "eau_kv"
+_RUNNING: list["KVEngine"] = []    # the engine whose forward is under way (one thread at a time)
+
+
+def kv_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
+                 scaling: float | None = None, **kwargs):
+    """Attention through the running engine's cache (module docstring, part 2); SDPA otherwise.
+
+    query (b, Hq, n, D), key/value (b, Hkv, n, D) of the n new positions of b rows; returns
+    (b, n, Hq, D) as transformers' attention functions do."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    engine = _RUNNING[-1] if _RUNNING else None
+    if engine is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                      scaling=scaling, **kwargs)
+    return engine.attend(module.layer_idx, query, key, value, attention_mask, scaling)
+
+
+def use_kv_attention(model) -> None:
+    """Route `model`'s attention through kv_attention (its training passes still run SDPA)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    impl = model.config._attn_implementation
+    if impl not in ("sdpa", "eager", ATTN, "eau_gqa_decode"):
+        raise GenerationConfigError(f"the KV engine runs on sdpa or eager attention, not {impl!r}.")
+    AttentionInterface.register(ATTN, kv_attention)
+    AttentionMaskInterface.register(ATTN, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    model.config._attn_implementation = ATTN
+
+
+def _model_shape(model) -> tuple[int, int, int, torch.dtype]:
+    """(layers, KV heads, head dim, dtype) of a decoder-only transformers model."""
+    cfg = model.config
+    heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    dtype = next(p for p in model.parameters()).dtype
+    return cfg.num_hidden_layers, heads, dim, dtype
+
+
+class KVEngine:
+    """Slots of per-sequence KV cache over one model (module docstring)."""
+
+    def __init__(self, model, *, slots: int, stop_ids: Sequence[int], pad_id: int,
+                 use_graph: bool | None = None, width_bucket: int = 256, grow_by: int = 1024,
+                 check_every: int | None = None, prefill_chunk: int = 512):
+        if len(stop_ids) > MAX_STOP_IDS:
+            raise GenerationConfigError(f"the KV engine takes at most {MAX_STOP_IDS} stop ids "
+                                        f"(got {len(stop_ids)}).")
+        use_kv_attention(model)
+        self.model = model
+        self.decoder, self.head = model.get_decoder(), model.get_output_embeddings()
+        self.device = next(model.parameters()).device
+        self.layers, self.kv_heads, self.head_dim, self.dtype = _model_shape(model)
+        self.stop_ids, self.pad_id = list(stop_ids), int(pad_id)
+        self.use_graph = self.device.type == "cuda" if use_graph is None else use_graph
+        self.width_bucket, self.grow_by = width_bucket, grow_by
+        # a host check costs a synchronisation on CUDA (every 16 replays), nothing on the CPU
+        self.check_every = check_every or (16 if self.use_graph else 1)
+        self.prefill_chunk = prefill_chunk
+        self.capture_s = 0.0
+        self._nucleus = False                    # top_p < 1: sort the vocabulary when sampling
+        self.keys: list[torch.Tensor] = []      # per layer (S, Hkv, L, D)
+        self.values: list[torch.Tensor] = []
+        self.held: list[list[int]] = []          # per slot: the tokens its cache row holds
+        self.used: list[int] = []                # per slot: the call that last used it (LRU)
+        self.calls = 0
+        self._version = -1                       # the weights' version the caches were made with
+        self._graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
+        self._alloc(slots, 0, 4)
+        # what kv_attention reads during a forward: the batch's slots (None: all, in order), the
+        # cache column of each new position, and how many columns the queries attend to
+        self._rows: torch.Tensor | None = None
+        self._cols: torch.Tensor | None = None
+        self._width = 0
+
+    # ---- storage -----------------------------------------------------------------------------
+    @property
+    def slots(self) -> int:
+        return len(self.held)
+
+    @property
+    def length(self) -> int:
+        """Columns of cache each slot has room for."""
+        return self.keys[0].shape[2] if self.keys else 0
+
+    @property
+    def kv_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    def _alloc(self, slots: int, length: int, max_new: int) -> None:
+        """Storage for `slots` slots of `length` columns and `max_new` new tokens per call, the
+        old contents kept; captured graphs hold the old addresses and are dropped."""
+        dev = self.device
+        old = self.slots
+        if self.keys and slots <= old and length <= self.length and max_new <= self.out.shape[1]:
+            return
+        slots, length = max(slots, old), max(length, self.length)
+        self._graphs.clear()
+        if length > self.length or slots > old:
+            shape = (slots, self.kv_heads, length, self.head_dim)
+            keys = [torch.zeros(shape, dtype=self.dtype, device=dev) for _ in range(self.layers)]
+            values = [torch.zeros(shape, dtype=self.dtype, device=dev) for _ in range(self.layers)]
+            for new, cur in zip(keys + values, self.keys + self.values):
+                new[:cur.shape[0], :, :cur.shape[2]] = cur
+            self.keys, self.values = keys, values
+
+        def grown(t: torch.Tensor | None, fill, *shape, dtype=torch.long) -> torch.Tensor:
+            out = torch.full(shape, fill, dtype=dtype, device=dev)
+            if t is not None:
+                out[tuple(slice(0, n) for n in t.shape)] = t
+            return out
+
+        have = self.slots > 0
+        self.start = grown(self.start if have else None, 0, slots)          # (S,) tokens held
+        self.tok = grown(self.tok if have else None, self.pad_id, slots)    # (S,) next to feed
+        self.nstep = grown(self.nstep if have else None, 0, slots)          # (S,) this call's new
+        self.active = grown(self.active if have else None, False, slots, dtype=torch.bool)
+        width = max(max_new, self.out.shape[1] if have else 0)
+        self.out = grown(self.out if have else None, self.pad_id, slots, width)   # (S, N)
+        if not have:
+            self.max_new = torch.zeros((), dtype=torch.long, device=dev)
+            self.min_new = torch.zeros((), dtype=torch.long, device=dev)
+            self.temperature = torch.ones((), device=dev)
+            self.top_p = torch.ones((), device=dev)
+            self.greedy = torch.zeros((), dtype=torch.bool, device=dev)
+            self.stop = torch.full((MAX_STOP_IDS,), -1, dtype=torch.long, device=dev)
+            self.stop[:len(self.stop_ids)] = torch.tensor(self.stop_ids, dtype=torch.long)
+            vocab = self.head.weight.shape[0]
+            self.stop_mask = torch.zeros(vocab, dtype=torch.bool, device=dev)
+            self.stop_mask[self.stop_ids] = True
+        self.held += [[] for _ in range(slots - old)]
+        self.used += [-1] * (slots - old)
+
+    def _ensure_length(self, need: int) -> None:
+        if need > self.length:
+            self._alloc(self.slots, -(-need // self.grow_by) * self.grow_by, self.out.shape[1])
+
+    def _width_for(self, need: int) -> int:
+        return min(-(-need // self.width_bucket) * self.width_bucket, self.length)
+
+    # ---- attention (kv_attention lands here) -------------------------------------------------
+    def attend(self, layer: int, query, key, value, mask, scaling):
+        """Write the new keys/values (b, Hkv, n, D) at their columns, attend over the first
+        `_width` columns of the batch's slots; (b, n, Hq, D)."""
+        b, hq, n, d = query.shape
+        K, V = self.keys[layer], self.values[layer]
+        rows = torch.arange(b, device=query.device) if self._rows is None else self._rows
+        where = (rows[:, None].expand(b, n), slice(None), self._cols)          # (b, n) indices
+        K[where] = key.permute(0, 2, 1, 3).to(K.dtype)                          # (b, n, Hkv, D)
+        V[where] = value.permute(0, 2, 1, 3).to(V.dtype)
+        w = self._width
+        if self._rows is None:
+            k, v = K[:b, :, :w], V[:b, :, :w]                                  # views
+        else:
+            k, v = K[self._rows, :, :w], V[self._rows, :, :w]                  # (b, Hkv, w, D)
+        scale = d ** -0.5 if scaling is None else scaling
+        if n == 1:   # grouped decode: no per-head copy of the cache (generation.gqa_decode_attention)
+            q = query.reshape(b, self.kv_heads, hq // self.kv_heads, d)            # (b, Hkv, G, D)
+            scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale         # (b, Hkv, G, w)
+            probs = torch.softmax(scores + mask.float(), dim=-1).to(v.dtype)      # mask (b,1,1,w)
+            return torch.matmul(probs, v).reshape(b, 1, hq, d), None
+        group = hq // self.kv_heads
+        k = k.repeat_interleave(group, dim=1)                                    # (b, Hq, w, D)
+        v = v.repeat_interleave(group, dim=1)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            query, k.to(query.dtype), v.to(query.dtype), attn_mask=mask.to(query.dtype),
+            scale=scale)                                                         # (b, Hq, n, D)
+        return out.transpose(1, 2), None
+
+    def _mask(self, first: torch.Tensor, n: int, width: int) -> torch.Tensor:
+        """Additive (b, 1, n, width): query i of row r, at position first[r] + i, sees columns
+        up to its own."""
+        cols = torch.arange(width, device=first.device)                         # (w,)
+        pos = first[:, None] + torch.arange(n, device=first.device)              # (b, n)
+        ok = cols[None, None, :] <= pos[:, :, None]                              # (b, n, w)
+        neg = torch.finfo(self.dtype).min
+        return torch.zeros(ok.shape, dtype=self.dtype, device=first.device).masked_fill_(
+            ~ok, neg)[:, None]
+
+    @contextlib.contextmanager
+    def _running(self, rows, cols, width):
+        self._rows, self._cols, self._width = rows, cols, width
+        _RUNNING.append(self)
+        try:
+            yield
+        finally:
+            _RUNNING.pop()
+            self._rows, self._cols = None, None
+
+    def _hidden(self, ids, pos, mask) -> torch.Tensor:
+        return self.decoder(input_ids=ids, position_ids=pos, attention_mask=mask,
+                            use_cache=False).last_hidden_state                   # (b, n, H)
+
+    # ---- prefill: run each slot's new tokens into its row, sample its first new token ---------
+    @torch.no_grad()
+    def prefill(self, slots: list[int], suffixes: list[list[int]]) -> None:
+        """Append `suffixes[i]` (non-empty) to slot `slots[i]` and sample that slot's next token
+        (becomes active); prompts are run `prefill_chunk` query positions per forward."""
+        dev = self.device
+        rows = torch.tensor(slots, dtype=torch.long, device=dev)                 # (b,)
+        lens = torch.tensor([len(s) for s in suffixes], dtype=torch.long)        # (b,)
+        first = torch.tensor([len(self.held[s]) for s in slots], dtype=torch.long)
+        self._ensure_length(int((first + lens).max()) + 1)
+        n_max = int(lens.max())
+        ids = torch.full((len(slots), n_max), self.pad_id, dtype=torch.long)    # (b, n) right pad
+        for i, s in enumerate(suffixes):
+            ids[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        ids, first_d, lens_d = ids.to(dev), first.to(dev), lens.to(dev)
+        last = torch.zeros(len(slots), self.decoder.config.hidden_size, dtype=self.dtype,
+                           device=dev)                                           # (b, H)
+        for c0 in range(0, n_max, self.prefill_chunk):
+            c1 = min(c0 + self.prefill_chunk, n_max)
+            pos = first_d[:, None] + torch.arange(c0, c1, device=dev)            # (b, c)
+            width = self._width_for(int((first + c1).max()))
+            cols = pos.clamp(max=self.length - 1)   # padding positions past the end: last column
+            with self._running(rows, cols, width):
+                hidden = self._hidden(ids[:, c0:c1], pos, self._mask(first_d + c0, c1 - c0, width))
+            here = (lens_d - 1 >= c0) & (lens_d - 1 < c1)                        # (b,) ends here
+            idx = (lens_d - 1 - c0).clamp(0, c1 - c0 - 1)
+            last = torch.where(here[:, None], hidden[torch.arange(len(slots)), idx].to(self.dtype),
+                               last)
+        logits = self.head(last).float()                                         # (b, V)
+        for s, suffix in zip(slots, suffixes):
+            self.held[s] = self.held[s] + list(suffix)
+        self.start[rows] = first_d + lens_d
+        self.nstep[rows] = 0
+        nxt = self._pick(logits, self.nstep[rows], torch.ones_like(rows, dtype=torch.bool))
+        self.out[rows, 0] = nxt
+        self.tok[rows] = nxt
+        self.nstep[rows] = 1
+        self.active[rows] = ~(torch.isin(nxt, self.stop) | (self.max_new <= 1))
+
+    def _pick(self, logits, nstep, active) -> torch.Tensor:
+        """Next token (b,) from logits (b, V): stop ids barred before min_new; pad where not
+        active."""
+        logits = logits.masked_fill(self.stop_mask & (nstep < self.min_new)[:, None],
+                                    float("-inf"))
+        nxt = sample_next(logits, self.temperature, self.top_p, self.greedy,
+                          nucleus=self._nucleus)
+        return torch.where(active, nxt, torch.full_like(nxt, self.pad_id))
+
+    # ---- decode ------------------------------------------------------------------------------
+    def _step(self, width: int) -> None:
+        """Feed every slot's `tok` at column `start`; active slots advance (the graph body)."""
+        pos = self.start[:, None]                                                 # (S, 1)
+        with self._running(None, pos, width):
+            hidden = self._hidden(self.tok[:, None], pos, self._mask(self.start, 1, width))
+        logits = self.head(hidden[:, -1]).float()                                # (S, V)
+        act = self.active
+        nxt = self._pick(logits, self.nstep, act)
+        at = self.nstep.clamp(max=self.out.shape[1] - 1)                         # (S,)
+        rows = torch.arange(self.slots, device=self.device)
+        self.out[rows, at] = torch.where(act, nxt, self.out[rows, at])
+        inc = act.long()
+        self.start.add_(inc)
+        self.nstep.add_(inc)
+        self.tok.copy_(torch.where(act, nxt, self.tok))
+        ended = act & (torch.isin(nxt, self.stop) | (self.nstep >= self.max_new))
+        self.active.copy_(act & ~ended)
+
+    def _graph(self, width: int):
+        key = (width, self._nucleus)
+        g = self._graphs.get(key)
+        if g is not None or not self.use_graph:
+            return g
+        import time
+
+        t0 = time.perf_counter()
+        state = [t.clone() for t in (self.start, self.tok, self.nstep, self.active, self.out)]
+        rng = torch.cuda.get_rng_state()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):   # lazy allocations and kernel choices before the capture
+                self._step(width)
+        torch.cuda.current_stream().wait_stream(side)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            self._step(width)
+        for t, saved in zip((self.start, self.tok, self.nstep, self.active, self.out), state):
+            t.copy_(saved)      # the warm-up and capture steps changed nothing for real
+        torch.cuda.set_rng_state(rng)
+        self._graphs[key] = g
+        self.capture_s += time.perf_counter() - t0
+        return g
+
+    @torch.no_grad()
+    def decode(self, steps: int, width: int) -> None:
+        """Up to `steps` decode steps over all slots at cache width `width`; returns early once
+        no slot is active (checked every `check_every` steps on the host)."""
+        g = self._graph(width)
+        for i in range(steps):
+            if g is not None:
+                g.replay()
+            else:
+                self._step(width)
+            if (i + 1) % self.check_every == 0 and not bool(self.active.any()):
+                return
+
+    # ---- the whole call ----------------------------------------------------------------------
+    def set_sampling(self, *, max_new: int, temperature: float, top_p: float, greedy: bool,
+                     min_new: int = 0) -> None:
+        self._alloc(self.slots, self.length, max_new)
+        self.max_new.fill_(max_new)
+        self.min_new.fill_(min_new)
+        self.temperature.fill_(max(temperature, 1e-5))
+        self.top_p.fill_(top_p)
+        self.greedy.fill_(greedy)
+        self._nucleus = top_p < 1.0 and not greedy
+
+    def forget(self) -> None:
+        """No slot holds anything any more (their caches were computed with other weights)."""
+        self.held = [[] for _ in self.held]
+        self.used = [-1] * len(self.used)
+        self.calls = 0
+
+    def _weights_version(self) -> int:
+        """Changes whenever a parameter is changed in place (an optimiser step, a copy)."""
+        return sum(p._version for p in self.model.parameters())
+
+    def assign(self, contexts: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+        """A slot for each context, the one holding its longest cached prefix where one does
+        (never the whole context: its last token is fed again so there are logits to sample
+        from), else the least recently used; and each context's tokens past that prefix."""
+        self.calls += 1
+        if len(contexts) > self.slots:
+            self._alloc(len(contexts), self.length, self.out.shape[1])
+        taken: set[int] = set()
+        chosen: list[int] = []
+        suffixes: list[list[int]] = []
+        for ctx in contexts:
+            best, keep = -1, 0
+            for s, held in enumerate(self.held):
+                if s in taken or not held:
+                    continue
+                # held is a prefix of ctx, or ctx of held (a shorter context: the row's columns
+                # past it are simply no longer counted)
+                n = min(len(held), len(ctx) - 1)
+                if n > keep and (ctx[:len(held)] == held or held[:len(ctx)] == ctx):
+                    best, keep = s, n
+            if best < 0:
+                best = min((s for s in range(self.slots) if s not in taken),
+                           key=lambda s: (self.used[s], s))
+                keep = 0
+            self.held[best] = self.held[best][:keep]
+            taken.add(best)
+            chosen.append(best)
+            suffixes.append(list(ctx[keep:]))
+            self.used[best] = self.calls
+        return chosen, suffixes
+
+    @torch.no_grad()
+    def generate(self, contexts: list[list[int]], *, max_new_tokens: int,
+                 temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
+                 min_new_tokens: int = 0) -> list[list[int]]:
+        """generate()'s contract (training.generation): each context's new tokens up to and
+        including the first stop id. Slots whose cache holds a prefix of a context are reused."""
+        if not contexts:
+            return []
+        if any(len(c) == 0 for c in contexts):
+            raise GenerationConfigError("every prompt needs at least one token (got an empty prompt).")
+        if max_new_tokens <= 0:
+            return [[] for _ in contexts]
+        version = self._weights_version()
+        if version != self._version:     # a cache is only valid for the weights that made it
+            self.forget()
+            self._version = version
+        slots, suffixes = self.assign(contexts)
+        self.set_sampling(max_new=max_new_tokens, temperature=temperature, top_p=top_p,
+                          greedy=greedy or temperature <= 0, min_new=min_new_tokens)
+        self.active.zero_()
+        self.prefill(slots, suffixes)
+        longest = max(len(c) for c in contexts) + max_new_tokens + 1
+        self._ensure_length(longest)
+        self.decode(max_new_tokens - 1, self._width_for(longest))
+        rows = torch.tensor(slots, dtype=torch.long, device=self.device)
+        counts = self.nstep[rows].tolist()
+        outs = self.out[rows].tolist()
+        result = []
+        for s, ctx, n, row in zip(slots, contexts, counts, outs):
+            new = row[:n]
+            result.append(new)
+            self.held[s] = list(ctx) + new[:-1]    # the last sampled token was never fed
+        return result
+
+
+# ---- the trainer's rollout engine --------------------------------------------------------------
+class RolloutEngine:
+    """The KV engine the trainer's rollouts decode with, over `model` (the policy).
+
+    On CUDA it runs on a bf16 copy of the fp32 policy whose weights `refresh()` copies in place
+    before every call (~1 ms for 135M parameters), so the captured graphs, which hold the copy's
+    addresses, stay valid across updates; a LoRA (peft) policy is decoded as it is. On the CPU it
+    runs on the policy itself, in fp32: no copy to keep in step, and CPU bf16 decoding is slower
+    where the CPU lacks native bf16 (training/policy.py)."""
+
+    def __init__(self, model, tokenizer, stop_ids: Sequence[int], **kw):
+        import copy
+
+        self.source = model
+        on_gpu = next(model.parameters()).device.type == "cuda"
+        if on_gpu and not hasattr(model, "peft_config"):
+            self.model = copy.deepcopy(model).to(torch.bfloat16).eval().requires_grad_(False)
+            self.pairs = list(zip(self.model.parameters(), model.parameters()))
+        else:
+            self.model, self.pairs = model, []
+        self.source_version = -1
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
+        self.engine = KVEngine(self.model, slots=8, stop_ids=stop_ids, pad_id=pad, **kw)
+
+    @torch.no_grad()
+    def refresh(self) -> None:
+        """Copy the policy's weights into the bf16 copy when they changed since the last copy
+        (the copy's own version then changes, and the engine forgets its caches)."""
+        version = sum(src._version for _, src in self.pairs)
+        if self.pairs and version != self.source_version:
+            for dst, src in self.pairs:
+                dst.copy_(src)
+            self.source_version = version
+
+
+_ENGINES: dict[int, RolloutEngine] = {}
+
+
+def rollout_engine(model, tokenizer, stop_ids: Sequence[int]) -> RolloutEngine | None:
+    """The rollout engine of `model`, made on first use; None where it cannot run (an
+    FSDP-sharded model holds no whole weights here; more stop ids than the engine takes)."""
+    if any(hasattr(m, "reshard") for m in model.modules()) or len(stop_ids) > MAX_STOP_IDS:
+        return None
+    entry = _ENGINES.get(id(model))
+    if entry is None or entry.source is not model:
+        entry = _ENGINES[id(model)] = RolloutEngine(model, tokenizer, stop_ids)
+    entry.refresh()
+    return entry
