@@ -21,9 +21,10 @@ What happens, and why:
    evaluation seed = the seed; prompting (the untrained model) is evaluated with the same seeds
    into `runs/NAME-prompting`.
 3. The results: `runs/NAME/results.json` (every evaluation's per-gym numbers), `RESULTS.md` (per
-   method and gym: held-out success and score, mean and sample spread over the seeds, and the
-   share of refused actions; the overall mean), and `report/` (`orchestrator report` of all the
-   experiments: the paper's table and every run's curves with its interventions marked).
+   method and gym: held-out success and score, mean and sample spread over the seeds with the
+   number of seeds, n=1 where one seed gives no spread; the share of refused actions; the
+   overall mean), and `report/` (`orchestrator report` of all the experiments: the paper's
+   table and every run's curves with its interventions marked).
 A step that fails (a run that crashes, an evaluation that refuses) is recorded with its log file
 and the comparison goes on; the tables say which cells are missing and why.
 """
@@ -260,17 +261,25 @@ def aggregate(seeds: dict[str, dict[str, Any]], groups: dict[str, list[str]] | N
 
 def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) -> str:
     """RESULTS.md: the command, then per gym and overall the held-out success, score and refused
-    share of each method (mean ± sample spread over seeds), then what failed."""
+    share of each method (mean ± sample spread over seeds, with the number of seeds), then what
+    failed."""
     methods = [m for m in spec.methods if m in results["methods"]]
     gyms = sorted({g for m in methods for g in results["methods"][m]["aggregate"]["gyms"]})
 
     def cell(stat: dict[str, float] | None) -> str:
-        return "-" if not stat else f"{stat['mean']:.3f} ± {stat['sd']:.3f}"
+        # n beside the spread: a cell may have fewer seeds than asked for (a failed run), and
+        # one seed has no spread to show (its sd of 0 read as a perfectly steady result)
+        if not stat:
+            return "-"
+        if stat["n"] < 2:
+            return f"{stat['mean']:.3f} (n={stat['n']})"
+        return f"{stat['mean']:.3f} ± {stat['sd']:.3f} (n={stat['n']})"
 
     lines = [f"# Comparison {spec.name}: {', '.join(methods)} on {spec.bench}", "",
              "```", command, "```", "",
              f"Held-out split, the walled evaluation of each final checkpoint; mean ± sample spread "
-             f"over {spec.seeds} seed(s) (training seed = evaluation seed).", ""]
+             f"over the seeds with a result, n of the {spec.seeds} asked for (training seed = "
+             f"evaluation seed; one seed has no spread).", ""]
     for key, title in (("success", "success"), ("score", "score (the paper's UserGym/ColBench number)"),
                        ("invalid_rate", "refused actions (share of agent turns)")):
         lines += [f"## {title}", "", "| gym | " + " | ".join(methods) + " |",

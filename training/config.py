@@ -114,9 +114,10 @@ class AlgorithmConfig:
     """grpo/infopo: how an episode's advantage is shared among its turns (UserRL's
     turn_level_method): "equalized" (every turn alike), "r2g" (by reward to go) or "em" (by an
     exponential map of the turn's reward onto [0.5, 1])."""
-    trajectory_score: str = "mean"
+    trajectory_score: str = "sum"
     """grpo/infopo: what episodes are ranked by within their group (UserRL's
-    trajectory_score_method): "mean" turn reward (UserRL's "Sum") or "r2g" (discounted return)."""
+    trajectory_score_method): "sum" of the turn rewards (UserRL's and InfoPO's "Sum", InfoPO's
+    shipped setting), "mean" turn reward, or "r2g" (discounted return, UserRL's "R2G")."""
     norm_adv_by_std: bool = True
     """grpo/infopo: divide by the group's std of scores (GRPO); False only centres (Dr. GRPO)."""
     info_weight: float = 0.5
@@ -265,8 +266,8 @@ class Config:
              "baseline is the other episodes of its task)"),
             (self.algorithm.turn_credit in ("equalized", "r2g", "em"),
              "algorithm.turn_credit must be equalized, r2g or em"),
-            (self.algorithm.trajectory_score in ("mean", "r2g"),
-             "algorithm.trajectory_score must be mean or r2g"),
+            (self.algorithm.trajectory_score in ("sum", "mean", "r2g"),
+             "algorithm.trajectory_score must be sum, mean or r2g"),
             (self.algorithm.info_gate_temperature > 0,
              "algorithm.info_gate_temperature must be above 0"),
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),

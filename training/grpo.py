@@ -58,16 +58,21 @@ def trajectory_scores(rewards: torch.Tensor, mask: torch.Tensor, method: str,
                       gamma: float) -> torch.Tensor:
     """(G,) the score an episode is ranked by within its group.
 
-    mean: sum_k r_k / (turns)   (UserRL calls it "Sum"; its code divides by the number of turns)
-    r2g:  sum_k gamma^k r_k     (the discounted return from the first turn)
+    sum:  sum_k r_k             (UserRL's and InfoPO's "Sum"; InfoPO ships it, with equalized
+                                 credits, in every training script)
+    mean: sum_k r_k / (turns)   (a line UserRL's code carries commented out: it ranks a short
+                                 episode above a longer one that earned more)
+    r2g:  sum_k gamma^k r_k     (the discounted return from the first turn, "R2G")
     """
     m = mask.to(rewards.dtype)
+    if method == "sum":
+        return (rewards * m).sum(1)
     if method == "mean":
         return (rewards * m).sum(1) / m.sum(1).clamp(min=1.0)
     if method == "r2g":
         powers = gamma ** torch.arange(rewards.shape[1], dtype=rewards.dtype)       # (K,)
         return (rewards * m * powers).sum(1)
-    raise ValueError(f"unknown trajectory score {method!r}: use mean or r2g.")
+    raise ValueError(f"unknown trajectory score {method!r}: use sum, mean or r2g.")
 
 
 def group_normalize(scores: torch.Tensor, groups: torch.Tensor, *, by_std: bool = True

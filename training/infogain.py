@@ -17,6 +17,14 @@ overwrites the observation's tokens in place with the placeholder's, padded by r
 token or cut, to keep positions; ours keeps the template intact and moves turn k+1 instead.
 A turn gets no gain (skipped) when it is the episode's last, its observation is empty or cannot be
 found in the rendered segment, or turn k or k+1 has no action tokens.
+
+A second difference from InfoPO: both terms are log-probabilities at `temperature`, the rollout's
+(rollout.temperature, 0.7 by default), where InfoPO's `compute_batched_kl_divergence` takes the
+log-softmax of the raw logits (temperature 1.0). The first term is the step's old log-probs, which
+the PPO ratio needs at the sampling temperature; measuring at 1.0 would take one more policy
+forward per episode (training/update.py would compute the first term at 1.0 and pass
+temperature=1.0 here). info_advantages normalises each group's gains, so a scale they share
+cancels; the temperature still changes their relative sizes.
 """
 from __future__ import annotations
 

@@ -72,21 +72,33 @@ def _resolve(path, base, lstat, readlink, deny):
             stack.append(part)
     return "/" + "/".join(stack)
 
-# Audit events with paths, where their paths and dir_fd arguments sit (CPython 3.11's layouts).
-CHANGES = {"os.remove": ((0,), (1,)), "os.rmdir": ((0,), (1,)), "os.mkdir": ((0,), (2,)),
-           "os.rename": ((0, 1), (2, 3)), "os.symlink": ((0, 1), (2,)), "os.link": ((0, 1), (2, 3)),
-           "os.truncate": ((0,), ()), "os.chmod": ((0,), (2,)), "os.chown": ((0,), (3,)),
-           "os.utime": ((0,), (3,)), "shutil.rmtree": ((0,), (1,))}
+# Audit events that change the file system: (event, where its paths sit, where its dir_fd
+# arguments sit), in CPython 3.11's layouts. Tuples, not a dict: the hook holds this very object,
+# and the untrusted code reaches it (as `sys.modules['__main__'].CHANGES`, or as a local of the
+# hook's frame on a refusal's traceback); a dict there was emptied, and every link, rename and
+# remove outside the folder went through (test_fault_os_walls.py, clear_hook_state_via_*).
+CHANGES = (("os.remove", (0,), (1,)), ("os.rmdir", (0,), (1,)), ("os.mkdir", (0,), (2,)),
+           ("os.rename", (0, 1), (2, 3)), ("os.symlink", (0, 1), (2,)),
+           ("os.link", (0, 1), (2, 3)), ("os.truncate", (0,), ()), ("os.chmod", (0,), (2,)),
+           ("os.chown", (0,), (3,)), ("os.utime", (0,), (3,)), ("shutil.rmtree", (0,), (1,)))
 
 def _make_hook(home, allowed_read):
-    """The audit hook. Everything it uses is bound here, once, as default values (a module
-    that set CFG or patched builtins got out, test_fault_hostile_code.py), and it makes no closure: a closure's cells
-    are reachable from a refusal's traceback frame and writable (`cell.cell_contents = ...`)."""
+    """The audit hook. Everything its checks read is bound here, once, as default values (a
+    module that set CFG or patched builtins got out, test_fault_hostile_code.py). The code can
+    reach those values (as locals of the hook's frame on a refusal's traceback, or where the
+    module holds them), so each is one it cannot change: strings, ints, tuples, frozensets, C
+    functions, and `_resolve`, whose `__code__` the hook refuses to let anyone set. It makes no
+    closure: a closure's cells are writable (`cell.cell_contents = ...`).
+    `_attempts` is the one mutable value: it reports refusals the code caught, and code that
+    empties it hides such a refusal from the report, never gets past one. `_Forbidden` is a
+    class the code may patch, but whatever it then does, an exception leaves the hook and the
+    operation is refused."""
     def hook(event, args, *, _home=(home,), _read=tuple(allowed_read) + (home,), _base=home,
              _dev_ok=frozenset(DEV_OK), _attempts=ATTEMPTS, _Forbidden=Forbidden,
              _resolve=_resolve, _lstat=os.lstat, _stat=os.stat, _readlink=os.readlink,
              _str=str, _bytes=bytes, _int=int, _type=type, _fspath=os.fspath, _len=len,
-             _changes=CHANGES, _write_flags=os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+             _changes=tuple(CHANGES), _changed=frozenset(c[0] for c in CHANGES),
+             _write_flags=os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC,
              _refused=frozenset((
                  "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "os.kill", "os.killpg",
                  "os.chdir", "os.chroot", "os.setuid", "os.putenv", "os.unsetenv",
@@ -158,9 +170,10 @@ def _make_hook(home, allowed_read):
             raise deny(f"import {args[0]} is not allowed")
         if event == "object.__setattr__" and _len(args) > 1 and args[1] in _func_attrs:
             raise deny(f"setting a function's {args[1]} is not allowed")
-        where = _changes.get(event)
-        if where is not None:
-            paths, dir_fds = where
+        if event in _changed:
+            for name, paths, dir_fds in _changes:
+                if name == event:
+                    break
             by_fd = False
             for i in dir_fds:
                 if i < _len(args) and args[i] not in (None, -1):

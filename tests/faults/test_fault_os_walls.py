@@ -20,7 +20,10 @@ CAP_SYS_RESOURCE), not by the old hook; files of RLIMIT_FSIZE each filled the ho
 the child's folder (test_the_childs_folder_...). Run against the old sandbox, 9 of the 15
 attacks below got out or crashed the caller; the two `dir_fd` reads were refused by the old hook
 in this form (the reported route was not reproduced), and with the hook off here the
-namespaces hold them.
+namespaces hold them. Two more, from a later read of the hook: emptying the dict it read its
+link/rename/remove allowances from, reached through `sys.modules['__main__']` or through its frame
+on a refusal's traceback; without namespaces both made a link in the caller's folder, until the
+hook held only values nothing can change.
 
 An attack returns 1.0 only when it got what it came for (a reward of 1.0 means it got out), and
 after every test `traces()` finds nothing it could have left on this machine: a file in /tmp,
@@ -175,6 +178,30 @@ def attacks(t: dict) -> dict[str, str]:
             "import resource\n"
             "    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)\n"
             "    return 1.0 if len(bytearray(1 << 30)) else 0.0"),
+        # switching the hook's path checks off from inside: empty every dict, list and set the
+        # runner's module holds, or the hook's frame on a refusal's traceback holds (the hook
+        # read its link/rename/remove allowances from such a dict), then make a link in the
+        # caller's folder; without namespaces the hook is what refuses link, rename and unlink
+        "clear_hook_state_via_main": (
+            "import os, sys\n"
+            "    for v in list(vars(sys.modules['__main__']).values()):\n"
+            "        if type(v) in (dict, list, set):\n"
+            "            v.clear()\n"
+            f"    os.symlink('module.py', {caller + '/' + tok + '-link-main'!r})\n"
+            "    return 1.0"),
+        "clear_hook_state_via_traceback": (
+            "import os\n"
+            "    try:\n"
+            f"        os.symlink('module.py', {caller + '/' + tok + '-refused'!r})\n"
+            "    except Exception as e:\n"
+            "        tb = e.__traceback__\n"
+            "        while tb.tb_next:\n"
+            "            tb = tb.tb_next\n"
+            "        for v in list(tb.tb_frame.f_locals.values()):\n"
+            "            if type(v) in (dict, list, set):\n"
+            "                v.clear()\n"
+            f"    os.symlink('module.py', {caller + '/' + tok + '-link-tb'!r})\n"
+            "    return 1.0"),
     }
 
 

@@ -114,3 +114,22 @@ def test_held_out_gyms_are_aggregated_apart_from_the_trained_ones():
     assert agg["groups"]["held_out"]["success"]["mean"] == pytest.approx((0.1 + 0.5) / 2)
     assert agg["groups"]["held_out"]["success"]["sd"] == pytest.approx(0.2828427, abs=1e-6)
     assert agg["overall"]["success"]["mean"] == pytest.approx((0.4 + 0.5) / 2)
+
+
+def test_each_spread_carries_its_number_of_seeds_and_one_seed_shows_none():
+    """A cell of one seed reads "n=1", never "± 0.000" (a zero spread looked like a steady
+    result); a cell of several shows its spread and how many seeds it is over."""
+    from orchestrator.compare import CompareSpec, aggregate, render_markdown
+
+    def seed(success):
+        return {"per_gym": {"travel": {"success": success, "score": success, "invalid_rate": 0.0}}}
+    spec = CompareSpec(name="n", bench="usergym", methods=("ppo", "eau"), seeds=3)
+    results = {"jobs": [], "methods": {
+        "ppo": {"aggregate": aggregate({"0": seed(0.5), "1": {"missing": "its training failed"},
+                                        "2": {"missing": "its training failed"}})},
+        "eau": {"aggregate": aggregate({"0": seed(0.2), "1": seed(0.4), "2": seed(0.6)})}}}
+    md = render_markdown(spec, results, "orchestrator compare ...")
+    assert "| travel | 0.500 (n=1) | 0.400 ± 0.200 (n=3) |" in md
+    assert "| **overall** | 0.500 (n=1) | 0.400 ± 0.200 (n=3) |" in md
+    # a real zero spread over three seeds (nothing refused in any) is still shown as one
+    assert "| travel | 0.000 (n=1) | 0.000 ± 0.000 (n=3) |" in md

@@ -203,7 +203,8 @@ def test_hot_reload_under_each_algorithm(tmp_path, tiny_model_dir, algorithm):
      "algorithm.name grpo needs rollout.n of at least 2"),
     ({"algorithm.name": "infopo", "algorithm.turn_credit": "sum"},
      "algorithm.turn_credit must be equalized, r2g or em."),
-    ({"algorithm.trajectory_score": "sum"}, "algorithm.trajectory_score must be mean or r2g."),
+    ({"algorithm.trajectory_score": "median"},
+     "algorithm.trajectory_score must be sum, mean or r2g."),
     ({"algorithm.info_gate_temperature": 0}, "algorithm.info_gate_temperature must be above 0."),
 ])
 def test_bad_algorithm_settings_are_one_sentence(overrides, words):

@@ -55,6 +55,8 @@ def loop_credits(rs, method, gamma):
 
 
 def loop_score(rs, method, gamma):
+    if method == "sum":                 # InfoPO's compute_turn_credits: round(sum(rewards), 4)
+        return sum(rs)
     if method == "mean":
         return sum(rs) / len(rs)
     score = 0.0
@@ -91,7 +93,7 @@ def to_tokens(per_turn: torch.Tensor, eps) -> list[list[float]]:
 
 
 @pytest.mark.parametrize("credit", ["equalized", "r2g", "em"])
-@pytest.mark.parametrize("score", ["mean", "r2g"])
+@pytest.mark.parametrize("score", ["sum", "mean", "r2g"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_grpo_turn_advantages_match_userrl_token_loop(credit, score, seed):
     eps = episodes(seed)
@@ -119,6 +121,20 @@ def test_group_baseline_without_std_and_the_token_mean_of_each_episode():
     for g, row in enumerate(to_tokens(adv, eps)):
         if row and any(row):
             assert statistics.fmean(row) == pytest.approx(float(ep_adv[g]), abs=1e-9)
+
+
+def test_by_default_episodes_are_ranked_by_the_sum_of_their_rewards_as_infopo_ships():
+    """InfoPO's training scripts set trajectory_score_method="Sum", the plain sum: two turns
+    worth 0.8 each outrank one turn worth 1.0 (the mean ranks them the other way round)."""
+    from training.config import AlgorithmConfig
+
+    a = AlgorithmConfig()
+    rewards = torch.tensor([[1.0, 0.0], [0.8, 0.8]], dtype=torch.float64)
+    mask = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    tokens = torch.tensor([[3, 0], [3, 3]])
+    adv, _ = grpo.grpo_advantages(rewards, mask, tokens, torch.tensor([0, 0]),
+                                  credit=a.turn_credit, score=a.trajectory_score, gamma=a.gamma)
+    assert adv[1, 0] > 0 > adv[0, 0]
 
 
 def test_a_group_of_one_is_refused():

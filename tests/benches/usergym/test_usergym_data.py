@@ -8,7 +8,7 @@ import json
 import pytest
 
 from training.benches.usergym import BENCH, MODULES, UnknownGym
-from training.benches.usergym.common import DATA_DIR, task_to_json
+from training.benches.usergym.common import ACTS, DATA_DIR, task_to_json
 from training.benches.usergym.generate import build
 from training.users.symbolic import UnknownFactKind, check_kinds
 from usergym_helpers import snapshot
@@ -83,12 +83,9 @@ def test_a_snapshot_withholding_an_unknown_kind_fails_when_the_env_is_made():
     BENCH.make_env(task, snapshot(user={"travel": {"withhold_kinds": ["preference"]}}), seed=0)
 
 
-# What each gym shows the agent of the hidden facts' subject: repeating it must earn nothing. On the
-# UserRL test files, before their keys left out the prompt's words, answering with the claim alone
-# moved the user in 31 of 42 persuade tasks, the surface story scored in 31 of 48 turtle tasks, and
-# restating the vague task covered a detail in 33 of 40 intention tasks; the shipped tables had the
-# same flaw in 7 of 90 test tasks ("office", "saving", "parent", and "light" as a prefix of
-# "lighthouse").
+# What each gym shows the agent of the hidden facts' subject: repeating it must earn nothing. The
+# shipped tables had that flaw in 7 of 90 test tasks ("office", "saving", "parent", and "light" as
+# a prefix of "lighthouse"). UserRL's files are checked against the whole prompt instead, below.
 _SHOWN = {"persuade": ("answer", lambda t: t.data["claim"]),
           "turtle": ("answer", lambda t: f"{t.data['title']} {t.data['surface']}"),
           "intention": ("action", lambda t: f"{t.data['category']} {t.data['task']}")}
@@ -112,10 +109,33 @@ def test_repeating_the_prompt_earns_nothing_in_the_shipped_tasks(gym):
     assert _paid_for_the_prompt(tasks) == []
 
 
-def test_repeating_the_prompt_earns_nothing_in_the_userrl_files(benchdata):
-    tasks = BENCH.load_tasks("test", sorted(_SHOWN), data_dir=benchdata)
-    assert len(tasks) == 42 + 48 + 40
-    assert _paid_for_the_prompt(tasks) == []
+def _paid_for_the_real_prompt(tasks) -> dict[str, list[str]]:
+    """gym -> the runnable tasks (with the tool) where sending back, as the agent's first turn,
+    the prompt it reads (the system prompt and the first observation from reset(), the context
+    training.rollout.start_episode builds) earns reward, with any of the gym's tools."""
+    snap = snapshot()
+    paid: dict[str, list[str]] = {}
+    for task in tasks:
+        if not task.data["runnable"]:
+            continue
+        paid.setdefault(task.gym, [])
+        for act in ACTS[task.gym]:
+            env = BENCH.make_env(task, snap, seed=0)
+            obs, _ = env.reset()
+            if env.step(f"[{act}] {BENCH.system_prompt(task)}\n{obs}")[1] > 0:
+                paid[task.gym].append(f"{task.id} [{act}]")
+    return paid
+
+
+def test_sending_back_the_real_prompt_earns_nothing_in_the_userrl_test_files(benchdata):
+    """Every task of every UserRL test file the loader reads. Before the keys left out the whole
+    prompt (only the claim, the title and surface, the category and task were left out), this
+    paid in 7 of 42 persuade tasks ("environment" against "environmental"), 3 of 48 turtle tasks
+    ("hidden") and 5 of 40 intention tasks ("details" against "detail", "user's city")."""
+    tasks = BENCH.load_tasks("test", data_dir=benchdata)
+    paid = _paid_for_the_real_prompt(tasks)
+    assert sorted(paid) == ["function", "intention", "persuade", "telepathy", "turtle"]
+    assert {g: len(ids) for g, ids in paid.items()} == {g: 0 for g in paid}, paid
     # and every task can still be won: each persuade task keeps the two reasons a win needs
     assert all(len(t.facts) >= 2 for t in tasks if t.gym == "persuade")
-    assert all(t.facts for t in tasks)
+    assert all(t.facts for t in tasks if t.gym in ("persuade", "turtle", "intention"))

@@ -11,6 +11,7 @@ evaluation only, through a paid search API.
   BENCH.make_env(task, snapshot, *, seed, llm=None)
                                               the gym's environment with its user for one episode
   BENCH.system_prompt(task)                   the agent's instructions (tool format, the gym's goal)
+  BENCH.agent_prompt(task)                    the system prompt and the first observation
   BENCH.eval_protocol                         fixed evaluation settings (never read from a workspace)
   BENCH.fact_kinds                            kinds of hidden facts the gyms' data has
   BENCH.compile_rules(rules)                  compiled symbolic rules (training.users.symbolic)
@@ -96,7 +97,7 @@ class UserGymBench:
             raise ValueError(f"unknown split {split!r}: choose train or test.")
         if data_dir is not None:
             from training.benches.usergym.userrl import load_userrl
-            return load_userrl(Path(data_dir), split, gyms)
+            return load_userrl(Path(data_dir), split, gyms, self.agent_prompt)
         return [t for g in gyms for t in read_jsonl(DATA_DIR / g / f"{split}.jsonl")]
 
     def compile_rules(self, rules: dict) -> CompiledRules:
@@ -123,6 +124,12 @@ class UserGymBench:
     def system_prompt(self, task: Task) -> str:
         return "You are an agent that interacts with an environment and a user.\n" + \
             _GOALS[task.gym] + "\n" + _TOOL.format(tools=tools_text(task.gym))
+
+    def agent_prompt(self, task: Task) -> str:
+        """What the agent reads before its first turn: the system prompt and the gym's first
+        observation (training.rollout.start_episode's context, less any worked examples). The
+        UserRL loader keeps its words out of the facts' keys; no user is needed to render it."""
+        return self.system_prompt(task) + "\n" + ENVS[task.gym](task, {}, None).intro()
 
     def check_action(self, gym: str, text: str) -> str | None:
         """Why `text` is not a `gym` action (None: it is): the demonstrations' check."""

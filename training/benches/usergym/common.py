@@ -109,6 +109,8 @@ class UserGymEnv(TextEnv):
     def setup(self) -> None: ...
 
     def intro(self) -> str:
+        """The first observation, from the task alone (no episode state: BENCH.agent_prompt
+        renders it without a reset)."""
         return self.task.prompt
 
     @abc.abstractmethod

@@ -1,10 +1,11 @@
 """Load UserRL's own task files (UserGym's original data) as our Tasks.
 
-`load_userrl(folder, split, gyms)` reads `<folder>/data/<gym>_multiturn/<split>.parquet` (verl's
+`load_userrl(folder, split, gyms, agent_prompt)` reads `<folder>/data/<gym>_multiturn/<split>.parquet` (verl's
 parquet rows: data_source, prompt (system + user message), reward_model {env_name, id,
 ground_truth, ...}, extra_info) and joins the gyms' JSON pools under `<folder>/gyms/<Name>Gym/...`
 where a row only names its task by id. `folder` is UserRL's root (holding data/ and gyms/) or a
-folder holding it as `userrl/`.
+folder holding it as `userrl/`. `agent_prompt(task)` is what the agent reads before its first
+turn (`BENCH.agent_prompt`): no fact's keys are words of it (`keywords`).
 
 What each gym keeps, and whether its tasks run offline in our environments:
 - function: the pool's rule and test case -> runnable; hints derived from the rule.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from training.benches.base import Fact, Task
 from training.benches.usergym import function
@@ -54,11 +55,15 @@ def _root(folder: Path) -> Path:
 def keywords(text: str, k: int = 2, shown: str = "") -> tuple[str, ...]:
     """The `k` longest distinct content words of `text` (a crude but deterministic key), leaving
     out the words of `shown`, what the agent reads in its own prompt: a key the prompt already
-    holds pays an agent for repeating its prompt. Measured on the UserRL test files before this
-    rule: answering with the claim alone moved the user in 31 of 42 persuade tasks, the surface
-    story in 31 of 48 turtle tasks, and restating the vague task covered a detail in 33 of 40
-    intention tasks (tests/benches/usergym/test_usergym_data.py). A word counts as in the prompt
-    by the users' own matching (`word_hit`: a shared prefix is a hit)."""
+    holds pays an agent for repeating its prompt. Measured on the UserRL test files with only the
+    data fields left out (the claim; the title and surface; the category and task): answering with
+    the claim alone moved the user in 31 of 42 persuade tasks, the surface story in 31 of 48
+    turtle tasks, and restating the vague task covered a detail in 33 of 40 intention tasks. With
+    those fields left out but not the rest of the prompt (the system prompt and the gym's own
+    words around the fields, "environment", "hidden", "details"), sending the whole prompt back
+    still paid in 7 persuade, 3 turtle and 5 intention tasks; `shown` is now the whole prompt
+    (tests/benches/usergym/test_usergym_data.py). A word counts as in the prompt by the users'
+    own matching (`word_hit`: a shared prefix is a hit)."""
     seen = set(words(shown))
     ws = [w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 5 and w not in _STOP
           and not word_hit(w, seen)]
@@ -74,7 +79,7 @@ def _user_message(row: dict) -> str:
     return next((m["content"] for m in row["prompt"] if m["role"] == "user"), "")
 
 
-def load_userrl(folder: Path, split: str, gyms) -> list[Task]:
+def load_userrl(folder: Path, split: str, gyms, agent_prompt: Callable[[Task], str]) -> list[Task]:
     import pyarrow.parquet as pq
 
     root = _root(Path(folder))
@@ -85,7 +90,7 @@ def load_userrl(folder: Path, split: str, gyms) -> list[Task]:
             continue                      # UserRL ships no such split for this gym (e.g. travel/train)
         pool = _pool(root, gym)
         for i, row in enumerate(pq.read_table(path).to_pylist()):
-            tasks.append(_convert(gym, split, i, row, pool))
+            tasks.append(_convert(gym, split, i, row, pool, agent_prompt))
     return tasks
 
 
@@ -96,16 +101,23 @@ def _pool(root: Path, gym: str) -> dict[str, Any]:
     return {str(d["id"]): d for d in json.loads((root / "gyms" / rel).read_text())}
 
 
-def _convert(gym: str, split: str, i: int, row: dict, pool: dict) -> Task:
+def _convert(gym: str, split: str, i: int, row: dict, pool: dict,
+             agent_prompt: Callable[[Task], str]) -> Task:
     rm = row["reward_model"]
     tid = f"userrl-{gym}-{split}-{rm.get('id') or i}"
     prompt = _user_message(row)
-    facts, data = _CONVERT[gym](rm, pool)
+
+    def shown(data: dict) -> str:
+        """What the agent will read of the task that `data` makes (its facts play no part)."""
+        return agent_prompt(Task(id=tid, gym=gym, split=split, prompt=prompt,
+                                 data={"source": "userrl", **data}))
+
+    facts, data = _CONVERT[gym](rm, pool, shown)
     return Task(id=tid, gym=gym, split=split, prompt=prompt, facts=tuple(facts),
                 data={"source": "userrl", **data})
 
 
-def _function(rm: dict, pool: dict):
+def _function(rm: dict, pool: dict, shown):
     entry = pool.get(str(rm["id"]))
     if entry is None:
         return [], {"runnable": False, "why": f"function {rm['id']} is not in functions.json"}
@@ -118,39 +130,54 @@ def _function(rm: dict, pool: dict):
     return facts, data
 
 
-def _intention(rm: dict, pool: dict):
+def _intention(rm: dict, pool: dict, shown):
     entry = pool.get(str(rm["id"]))
     if entry is not None:
         details = [(d["description"], int(d.get("importance", 2)), d.get("options", [])) for d in entry["missing_details"]]
     else:
         details = [(d.strip(), 2, []) for d in str(rm.get("ground_truth", "")).split(",") if d.strip()]
-    shown = f"{rm.get('category') or ''} {rm.get('task') or ''}"
-    facts = [Fact(id=f"d{j}", kind="detail", text=f"{desc}: {opts[0] if opts else 'as you see fit'}.",
-                  keywords=keywords(desc, shown=shown) or (desc.lower(),),
-                  importance=max(1, min(3, imp)))
-             for j, (desc, imp, opts) in enumerate(details)]
-    return facts, {"category": rm.get("category") or "", "task": rm.get("task") or "", "runnable": True}
+    data = {"category": rm.get("category") or "", "task": rm.get("task") or "", "runnable": True}
+    seen = shown(data)
+    bag = set(words(seen))
+    facts, named = [], []
+    for j, (desc, imp, opts) in enumerate(details):
+        fact = Fact(id=f"d{j}", kind="detail", text=f"{desc}: {opts[0] if opts else 'as you see fit'}.",
+                    keywords=keywords(desc, shown=seen) or (desc.lower(),),
+                    importance=max(1, min(3, imp)))
+        # keyed by the whole description when it has no long word the prompt lacks: a question
+        # must then touch every word of it, which repeats the prompt only when the prompt names
+        # the detail in full ("user's city" beside "in my city")
+        if fact.keywords == (desc.lower(),) and all(word_hit(w, bag) for w in words(desc)):
+            named.append(fact)
+        else:
+            facts.append(fact)
+    # A detail the prompt names in full cannot be told from the prompt by its words, so it is
+    # left out (1 of 147 details in the test file, 11 of 1,356 in train), unless it is the task's
+    # only one (one train task): a task without details is won by its first question.
+    return facts or named, data
 
 
-def _persuade(rm: dict, pool: dict):
+def _persuade(rm: dict, pool: dict, shown):
     claim = rm.get("claim") or rm.get("ground_truth", "")
+    data = {"claim": claim, "start_level": 6, "levels_per_concern": 2, "runnable": True}
+    seen = shown(data)
     facts = [Fact(id=f"c{j}", kind="concern", text=s, keywords=kw)
              for j, s in enumerate(_sentences(rm.get("argument") or "")[:6])
-             if (kw := keywords(s, shown=claim))]
-    return facts, {"claim": claim, "start_level": 6,
-                   "levels_per_concern": 2, "runnable": True}
+             if (kw := keywords(s, shown=seen))]
+    return facts, data
 
 
-def _turtle(rm: dict, pool: dict):
+def _turtle(rm: dict, pool: dict, shown):
     bottom = rm.get("bottom") or rm.get("ground_truth") or ""
-    shown = f"{rm.get('title') or ''} {rm.get('surface') or ''}"
+    data = {"title": rm.get("title") or "", "surface": rm.get("surface") or "", "bottom": bottom,
+            "runnable": True}
+    seen = shown(data)
     facts = [Fact(id=f"k{j}", kind="clue", text=s, keywords=kw)
-             for j, s in enumerate(_sentences(bottom)[:6]) if (kw := keywords(s, shown=shown))]
-    return facts, {"title": rm.get("title") or "", "surface": rm.get("surface") or "", "bottom": bottom,
-                   "runnable": True}
+             for j, s in enumerate(_sentences(bottom)[:6]) if (kw := keywords(s, shown=seen))]
+    return facts, data
 
 
-def _telepathy(rm: dict, pool: dict):
+def _telepathy(rm: dict, pool: dict, shown):
     title = rm.get("title") or ""
     desc = str(rm.get("ground_truth") or "").split(" - ", 1)[-1]
     clauses = [c.strip() for c in re.split(r",|\band\b", desc) if keywords(c.strip(), 1)]
@@ -163,7 +190,7 @@ def _telepathy(rm: dict, pool: dict):
                    "category": rm.get("category") or "", "runnable": True}
 
 
-def _tau(rm: dict, pool: dict):
+def _tau(rm: dict, pool: dict, shown):
     entry = pool.get(str(rm["id"]))
     if entry is None:
         return [], {"runnable": False, "why": "tau-bench's user instruction and database are not in the UserRL files"}
@@ -176,7 +203,7 @@ def _tau(rm: dict, pool: dict):
                    "why": "tau-bench's database is not in the UserRL files, so its read tools cannot answer"}
 
 
-def _travel(rm: dict, pool: dict):
+def _travel(rm: dict, pool: dict, shown):
     truth = re.findall(r"[A-Z]+\d+", str(rm.get("ground_truth") or ""))
     return [], {"ground_truth": truth, "runnable": False,
                 "why": "TravelGym's option database is not in the UserRL files"}
