@@ -204,7 +204,8 @@ def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any
         entry = results["methods"].setdefault(job.method, {"seeds": {}})
         entry["seeds"][str(job.seed)] = (
             {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
-             "source": summary.get("source"), "step": summary.get("step")}
+             "source": summary.get("source"), "step": summary.get("step"),
+             "demonstrations": summary.get("demonstrations")}
             if summary else {"missing": job.extra.get("missing") or f"see {job.log}"})
     trained = trained_gyms(spec, jobs)
     held_out = [g for g in BENCH_GYMS.get(spec.bench, ()) if g not in trained]
@@ -259,6 +260,19 @@ def aggregate(seeds: dict[str, dict[str, Any]], groups: dict[str, list[str]] | N
     return out
 
 
+def demonstrations_line(results: dict[str, Any]) -> str:
+    """Which worked-example setting the tables used: the paper's protocol shows none, ours one by
+    default (`--eval-demonstrations N`), and a table must say which it is."""
+    counts = sorted({n for entry in results["methods"].values() for s in entry.get("seeds", {}).values()
+                     for n in (s.get("demonstrations") or {}).values()})
+    if not counts:
+        return "Worked examples before each task: not recorded."
+    shown = " or ".join(str(n) for n in counts)
+    paper = "the paper's protocol" if counts == [0] else \
+        "the paper's protocol shows none (`--eval-demonstrations 0`)"
+    return f"Worked examples before each task: {shown} ({paper})."
+
+
 def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) -> str:
     """RESULTS.md: the command, then per gym and overall the held-out success, score and refused
     share of each method (mean ± sample spread over seeds, with the number of seeds), then what
@@ -279,7 +293,7 @@ def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) ->
              "```", command, "```", "",
              f"Held-out split, the walled evaluation of each final checkpoint; mean ± sample spread "
              f"over the seeds with a result, n of the {spec.seeds} asked for (training seed = "
-             f"evaluation seed; one seed has no spread).", ""]
+             f"evaluation seed; one seed has no spread).", "", demonstrations_line(results), ""]
     for key, title in (("success", "success"), ("score", "score (the paper's UserGym/ColBench number)"),
                        ("invalid_rate", "refused actions (share of agent turns)")):
         lines += [f"## {title}", "", "| gym | " + " | ".join(methods) + " |",

@@ -15,7 +15,9 @@ the final run, and its results are never used to propose or accept interventions
    top of the project's pristine `workspace/` folder shipped in the repository, never from an
    experiment's workspace or ledger. A quicker setting (`--episodes` per gym, `--max-turns`,
    `--max-new-tokens`) is not the protocol: the summary lists each one under "deviations" and the
-   result folder's name carries it.
+   result folder's name carries it. So are worked examples: the paper's protocol shows none, we
+   show the shipped one per task (the untrained 135M policy writes no valid action without it);
+   `--demonstrations 0` is the paper's setting, and the summary records the count per gym.
 3. Before the model loads, one line says how much work that is (episodes x turns x new tokens)
    and, on the CPU, how long it can take and a quicker setting, so an hours-long run is stopped
    before it starts.
@@ -62,6 +64,7 @@ from pathlib import Path
 from typing import Any
 
 from training.benches import TaskDataError, load_bench_tasks, unrunnable
+from training.demonstrations import MAX_PER_GYM as MAX_DEMONSTRATIONS
 
 PROJECT_WORKSPACE = Path(__file__).resolve().parents[1] / "workspace"
 DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "response_length": 1024,
@@ -70,6 +73,9 @@ DEFAULTS = {"temperature": 0.7, "top_p": 1.0, "response_length": 1024,
 # time), benchmarks/RESULTS-trainer.md. Only for the estimate printed before the model loads.
 CPU_TOKENS_PER_S = 15.0
 QUICK_CPU = {"episodes": 1, "max_turns": 4, "max_new_tokens": 64}   # minutes, not hours
+# Worked examples before each task under the paper's protocol (a bench's eval_protocol may say
+# otherwise with "demonstrations"): none. Ours shows the shipped count, 1, unless --demonstrations.
+PAPER_DEMONSTRATIONS = 0
 
 
 class EvalError(ValueError):
@@ -279,6 +285,8 @@ class EvalSpec:
     user_url: str | None = None      # an OpenAI-compatible endpoint answering as the user in every
     user_model: str | None = None    # gym (the paper's protocol: one fixed LLM user, GPT-4o-mini),
     user_key_env: str | None = None  # its model name and the variable holding its key
+    demonstrations: int | None = None  # worked examples shown before each task; None: the shipped
+                                       # env.<gym>.demonstrations (1); 0: the paper's protocol
 
 
 def apply_overrides(protocol: dict[str, Any], spec: EvalSpec) -> dict[str, Any]:
@@ -289,6 +297,35 @@ def apply_overrides(protocol: dict[str, Any], spec: EvalSpec) -> dict[str, Any]:
     if spec.max_new_tokens is not None:
         used["response_length"] = spec.max_new_tokens
     return used
+
+
+def with_demonstrations(snapshot, gyms: tuple[str, ...], count: int | None) -> None:
+    """Set env.<gym>.demonstrations of every evaluated gym to `count` (None: leave the shipped
+    count): `orchestrator eval --demonstrations N`."""
+    if count is None:
+        return
+    for gym in gyms:
+        snapshot.knobs.setdefault("env", {}).setdefault(gym, {})["demonstrations"] = int(count)
+
+
+def demonstrations_shown(snapshot, bench_name: str, gyms: tuple[str, ...]) -> dict[str, int]:
+    """gym -> worked examples the policy sees before each task (the knob, capped by the examples
+    the bench's file holds for the gym)."""
+    return {gym: snapshot.demos_for(bench_name, gym)[1] for gym in gyms}
+
+
+def demonstration_deviation(protocol: dict[str, Any],
+                            shown: dict[str, int]) -> list[dict[str, Any]]:
+    """The worked examples as a deviation: the paper's protocol shows none (section 5.1 follows
+    Kong et al.'s evaluation, which prompts without in-context examples); we show one by default
+    because the untrained 135M policy writes no valid UserGym action without it
+    (benchmarks/RESULTS-starting-point.md). `eval --demonstrations 0` is the paper's setting."""
+    want = int(protocol.get("demonstrations", PAPER_DEMONSTRATIONS))
+    used = sorted(set(shown.values()))
+    if not used or used == [want]:
+        return []
+    return [{"setting": "demonstrations", "protocol": want,
+             "used": used[0] if len(used) == 1 else dict(sorted(shown.items()))}]
 
 
 def deviations(protocol: dict[str, Any], spec: EvalSpec, all_tasks: int,
@@ -479,6 +516,8 @@ def eval_id(spec: EvalSpec, run: str | None, step: int | None, model: str | None
     tail = f"-first{spec.episodes}" if spec.episodes else ""
     tail += f"-turns{spec.max_turns}" if spec.max_turns is not None else ""
     tail += f"-tokens{spec.max_new_tokens}" if spec.max_new_tokens is not None else ""
+    # another count of worked examples never overwrites the default's results (the shipped 1)
+    tail += f"-demos{spec.demonstrations}" if spec.demonstrations not in (None, 1) else ""
     if spec.user_url:                   # another user's results never overwrite the offline ones
         tail += "-user" + hashlib.sha1(f"{spec.user_url}|{spec.user_model}".encode()).hexdigest()[:8]
     if spec.data_dir:                   # another folder's tasks never overwrite the shipped ones'
@@ -528,6 +567,8 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     gyms = tuple(sorted({t.gym for t in tasks}))
     used = apply_overrides(protocol, spec)
     snapshot = pristine_snapshot(used, gyms, str(getattr(bench, "name", "")))
+    with_demonstrations(snapshot, gyms, spec.demonstrations)
+    shown = demonstrations_shown(snapshot, str(getattr(bench, "name", "")), gyms)
     if spec.user_url:                 # one fixed LLM user answers every episode of every gym
         for g in gyms:
             snapshot.knobs.setdefault("user", {}).setdefault(g, {}).update(strategy_mix=0.0, llm="default")
@@ -552,9 +593,12 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
                "per_gym": summarize(records), "protocol": protocol,
                # where the tasks came from: a different task set is a different table
                "data": str(Path(spec.data_dir).expanduser().resolve()) if spec.data_dir else "shipped",
-               "deviations": deviations(protocol, spec, all_tasks, len(tasks)) + (
+               "deviations": deviations(protocol, spec, all_tasks, len(tasks))
+               + demonstration_deviation(protocol, shown) + (
                    [{"setting": "gyms", "protocol": list(proto_gyms or gyms),
                      "used": list(gyms), "left_out": skipped}] if skipped else []),
+               # worked examples the policy saw before each task, per gym (the paper's: none)
+               "demonstrations": shown,
                "knobs": {"env": {g: snapshot.knobs["env"][g] for g in gyms},
                          "user": {g: snapshot.knobs.get("user", {}).get(g) for g in gyms}},
                "user_llm": (f"http {spec.user_model} at {spec.user_url}" if spec.user_url else
@@ -624,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--user-key-env", default=None, help="the variable holding the endpoint's key")
     p.add_argument("--user-llm", default="default",
                    help="LLM user where the protocol has an LLM arm: default, a folder, or none")
+    p.add_argument("--demonstrations", type=int, default=None,
+                   help="worked examples before each task (default: the shipped 1; 0: the paper's)")
     p.add_argument("--out-root", required=True, help="the experiment's eval/ folder")
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--run", default=None)
@@ -641,10 +687,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("batch_size", "max_turns", "max_new_tokens"):
         if getattr(a, name) is not None and getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if a.demonstrations is not None and not 0 <= a.demonstrations <= MAX_DEMONSTRATIONS:
+        p.error(f"--demonstrations must be between 0 and {MAX_DEMONSTRATIONS}")
     spec = EvalSpec(bench=a.bench, split=a.split, seed=a.seed, episodes=a.episodes,
                     batch_size=a.batch_size, device=a.device, user_llm=a.user_llm,
                     max_turns=a.max_turns, max_new_tokens=a.max_new_tokens, data_dir=a.data_dir,
-                    user_url=a.user_url, user_model=a.user_model, user_key_env=a.user_key_env)
+                    user_url=a.user_url, user_model=a.user_model, user_key_env=a.user_key_env,
+                    demonstrations=a.demonstrations)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _interrupted)
     sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)

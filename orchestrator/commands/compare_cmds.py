@@ -47,6 +47,9 @@ def register(sub) -> None:
                    help="evaluation turn limit (a deviation from the protocol, recorded)")
     p.add_argument("--eval-max-new-tokens", type=int, default=None, metavar="N",
                    help="evaluation tokens a turn (a deviation from the protocol, recorded)")
+    p.add_argument("--eval-demonstrations", type=int, default=None, metavar="N",
+                   help="worked examples before each evaluation task (default: the shipped 1; 0: "
+                        "the paper's protocol; RESULTS.md says which)")
     p.add_argument("--user-mode", default=None, choices=("llm", "symbolic", "hybrid"),
                    help="who answers in every trained run (see start --user-mode; paper table 3)")
     p.add_argument("--data-dir", default=None, metavar="FOLDER",
@@ -67,6 +70,11 @@ def cmd_compare(args) -> int:
             if value < 1:
                 raise UserError(f"--eval-{flag.replace('_', '-')} must be at least 1.")
             eval_args += [f"--{flag.replace('_', '-')}", str(value)]
+    if args.eval_demonstrations is not None:
+        if not 0 <= args.eval_demonstrations <= 3:
+            raise UserError(f"--eval-demonstrations {args.eval_demonstrations}: give 0 to 3 "
+                            f"worked examples (0 is the paper's protocol).")
+        eval_args += ["--demonstrations", str(args.eval_demonstrations)]
     if args.user_llm:
         eval_args += ["--user-llm", args.user_llm]
     sets = list(args.set)

@@ -69,6 +69,9 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
                    help="override the protocol's new tokens a turn: quicker on a CPU, recorded "
                         "in the summary as a deviation from the protocol")
+    p.add_argument("--demonstrations", type=int, default=None, metavar="N",
+                   help="worked examples shown before each task (default: the shipped 1, which "
+                        "the summary records as a deviation; 0 is the paper's protocol)")
     p.add_argument("--seed", type=int, default=0, help="seed of the evaluation (default: 0)")
     p.add_argument("--model", default=None,
                    help="evaluate an untrained model instead of a checkpoint: 'default' (the "
@@ -210,8 +213,8 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
     cmd = [sys.executable, "-m", "training.evaluate", "--bench", bench, "--split", args.split,
            "--seed", str(args.seed), "--out-root", str(t.exp_root / "eval"),
            "--device", args.device, "--user-llm", args.user_llm]
-    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
-        if getattr(args, flag) is not None:
+    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens", "demonstrations"):
+        if getattr(args, flag, None) is not None:
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     for flag in ("user_url", "user_model", "user_key_env"):
         if getattr(args, flag, None):
@@ -231,6 +234,9 @@ def cmd_eval(args) -> int:
     for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UserError(f"--{flag.replace('_', '-')} must be at least 1.")
+    if args.demonstrations is not None and not 0 <= args.demonstrations <= 3:
+        raise UserError(f"--demonstrations {args.demonstrations}: give 0 to 3 worked examples "
+                        f"(0 is the paper's protocol).")
     if bool(args.user_url) != bool(args.user_model):
         raise UserError("--user-url and --user-model go together: the endpoint and its model name.")
     t = resolve_target(experiment_arg(args, dest="target"), args.model, args.runs_dir)

@@ -133,3 +133,20 @@ def test_each_spread_carries_its_number_of_seeds_and_one_seed_shows_none():
     assert "| **overall** | 0.500 (n=1) | 0.400 ± 0.200 (n=3) |" in md
     # a real zero spread over three seeds (nothing refused in any) is still shown as one
     assert "| travel | 0.000 (n=1) | 0.000 ± 0.000 (n=3) |" in md
+
+
+def test_results_say_which_worked_example_setting_the_tables_used():
+    """RESULTS.md names the worked examples the evaluations showed: the paper's protocol shows
+    none, ours one by default; a reader must not compare a 1-example table with the paper's."""
+    from orchestrator.compare import CompareSpec, aggregate, render_markdown
+
+    def seed(demos):
+        return {"per_gym": {"travel": {"success": 0.0, "score": 0.1, "invalid_rate": 0.0}},
+                "demonstrations": {"travel": demos}}
+    spec = CompareSpec(name="d", bench="usergym", methods=("prompting",), seeds=1)
+    for demos, expect in ((1, "Worked examples before each task: 1 (the paper's protocol shows "
+                               "none (`--eval-demonstrations 0`))."),
+                          (0, "Worked examples before each task: 0 (the paper's protocol).")):
+        seeds = {"0": seed(demos)}
+        results = {"jobs": [], "methods": {"prompting": {"seeds": seeds, "aggregate": aggregate(seeds)}}}
+        assert expect in render_markdown(spec, results, "orchestrator compare ...")

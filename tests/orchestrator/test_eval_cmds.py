@@ -44,6 +44,23 @@ def test_batch_size_and_quicker_settings_reach_the_evaluation(tmp_path):
     assert start.data_dir == "x"
 
 
+def test_demonstrations_reach_the_evaluation_and_a_bad_count_is_one_sentence(tmp_path, capsys):
+    """`eval --demonstrations 0` (the paper's protocol: no worked example) reaches the
+    evaluation process; the default passes nothing (the shipped count); a count the knob cannot
+    take is refused in one sentence."""
+    t = eval_cmds.resolve_target(None, "default", str(tmp_path))
+    zero = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
+                                          "--demonstrations", "0"])
+    cmd = eval_cmds.eval_command(t, "usergym", zero)
+    assert cmd[cmd.index("--demonstrations") + 1] == "0"
+    plain = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym"])
+    assert "--demonstrations" not in eval_cmds.eval_command(t, "usergym", plain)
+    assert cli.main(["--runs-dir", str(tmp_path), "eval", "--model", "default",
+                     "--demonstrations", "5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("orchestrator: --demonstrations 5:") and len(err.splitlines()) == 1
+
+
 @pytest.mark.parametrize("flag", ["--batch-size", "--max-turns", "--max-new-tokens"])
 def test_settings_below_one_end_in_one_sentence(tmp_path, capsys, flag):
     assert cli.main(["--runs-dir", str(tmp_path), "eval", "--model", "default", flag, "0"]) == 2

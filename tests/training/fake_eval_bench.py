@@ -96,3 +96,7 @@ BENCH = SimpleNamespace(
     system_prompt=lambda task: "Ask with [action], answer with [answer].",
     eval_protocol={"split": "test", "max_steps": 3, "user": {"facts_per_reply": 1},
                    "temperature": 1.0, "response_length": 6, "max_episode_tokens": 1024})
+
+# The same bench under UserGym's name, so the pristine workspace's worked examples for travel
+# (demonstrations/usergym.json) are the ones shown before its tasks.
+AS_USERGYM = SimpleNamespace(**{**vars(BENCH), "name": "usergym"})

@@ -173,3 +173,27 @@ def test_progress_time_left_before_and_after_the_first_episode():
     assert out.getvalue().splitlines() == [
         "eval x/test: 0/10 episodes, 200 tokens at 2.0 tokens/s, 2 min elapsed, at most 7 min left",
         "eval x/test: 2/10 episodes, 240 tokens at 2.0 tokens/s, 2 min elapsed, about 8 min left"]
+
+
+def test_worked_examples_are_recorded_and_zero_is_the_papers_protocol(ckpt, tmp_path):
+    """The shipped evaluation shows one worked example before each task, which the paper's
+    protocol does not: the summary records the count and lists it as a deviation; with
+    demonstrations=0 no example is shown, nothing deviates and the results go to their own
+    folder."""
+    runs = {}
+    for count in (None, 0):
+        spec = ev.EvalSpec(bench="tests.training.fake_eval_bench:AS_USERGYM", episodes=1,
+                           batch_size=1, device="cpu", demonstrations=count)
+        folder = ev.evaluate(spec, tmp_path, checkpoint=ckpt, run="run-001", step=2,
+                             show_progress=False)
+        runs[count] = (json.loads((folder / "summary.json").read_text()),
+                       [json.loads(line) for line in (folder / "episodes.jsonl").read_text().splitlines()],
+                       folder.name)
+    shipped, paper = runs[None], runs[0]
+    assert shipped[0]["demonstrations"] == {"travel": 1}
+    assert {"setting": "demonstrations", "protocol": 0, "used": 1} in shipped[0]["deviations"]
+    assert [e["demonstrations"] for e in shipped[1]] == [1]
+    assert paper[0]["demonstrations"] == {"travel": 0}
+    assert all(d["setting"] != "demonstrations" for d in paper[0]["deviations"])
+    assert [e["demonstrations"] for e in paper[1]] == [0]
+    assert paper[2].endswith("-first1-demos0") and not shipped[2].endswith("-demos0")
