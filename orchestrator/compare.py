@@ -21,7 +21,8 @@ What happens, and why:
    evaluation seed = the seed; prompting (the untrained model) is evaluated with the same seeds
    into `runs/NAME-prompting`.
 3. The results: `runs/NAME/results.json` (every evaluation's per-gym numbers), `RESULTS.md` (per
-   method and gym: held-out success and score, mean and sample spread over the seeds with the
+   method and gym: held-out success, score and, on UserGym, the environment's summed reward (the
+   paper's number for that bench, shown first), mean and sample spread over the seeds with the
    number of seeds, n=1 where one seed gives no spread; the share of refused actions; the
    overall mean), and `report/` (`orchestrator report` of all the experiments: the paper's
    table and every run's curves with its interventions marked).
@@ -229,6 +230,30 @@ def trained_gyms(spec: CompareSpec, jobs: list[Job]) -> tuple[str, ...]:
     return TRAIN_GYMS.get(spec.bench, ())
 
 
+# What every evaluation reports per gym: success, the normalised score in [0, 1], the
+# environment's own summed reward (UserGym's number in the paper) and the share of refused turns
+METRICS = ("success", "score", "env_reward", "invalid_rate")
+# The number each bench's paper table prints, shown first (paper table 1: UserGym's environment
+# reward, where Intention reaches 1.2-2.0; ColBench's Pass, our score; table 2: tau2's success)
+HEADLINE = {"usergym": "env_reward", "colbench": "score", "tau2": "success"}
+
+
+def metric_titles(bench: str) -> list[tuple[str, str]]:
+    """(key, title) of the tables of RESULTS.md, the paper's number of `bench` first."""
+    titles = {"success": "success",
+              "score": {"usergym": "score (normalised to [0, 1])",
+                        "colbench": "score: Pass (the paper's ColBench number, with success)"}.get(bench, "score"),
+              "env_reward": "environment reward (the paper's UserGym number: the gym's own rewards "
+                            "summed over an episode, so Intention can pass 1)",
+              "invalid_rate": "refused actions (share of agent turns)"}
+    if bench == "tau2":
+        titles["success"] = "success (the paper's tau2 number)"
+    keys = [k for k in ("success", "score", "env_reward") if bench == "usergym" or k != "env_reward"]
+    head = HEADLINE.get(bench)
+    keys = ([head] if head in keys else []) + [k for k in keys if k != head] + ["invalid_rate"]
+    return [(k, titles[k]) for k in keys]
+
+
 def _mean_sd(values: list[float]) -> dict[str, float]:
     return {"mean": statistics.fmean(values), "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
             "n": len(values)}
@@ -236,14 +261,14 @@ def _mean_sd(values: list[float]) -> dict[str, float]:
 
 def aggregate(seeds: dict[str, dict[str, Any]], groups: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """Per gym, per group of gyms (trained and held-out) and overall (the mean over the gyms of
-    each seed, then over seeds): success, score and refused-action rate, mean and sample spread
-    over the seeds that have a result."""
+    each seed, then over seeds): success, score, the environment's summed reward and the
+    refused-action rate, mean and sample spread over the seeds that have a result."""
     done = [s["per_gym"] for s in seeds.values() if "per_gym" in s]
     out: dict[str, Any] = {"gyms": {}, "overall": {}, "groups": {}, "seeds": len(done)}
     if not done:
         return out
     gyms = sorted({g for pg in done for g in pg})
-    for key in ("success", "score", "invalid_rate"):
+    for key in METRICS:
         for gym in gyms:
             vals = [float(pg[gym][key]) for pg in done if gym in pg and key in pg[gym]]
             if vals:
@@ -294,8 +319,7 @@ def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) ->
              f"Held-out split, the walled evaluation of each final checkpoint; mean ± sample spread "
              f"over the seeds with a result, n of the {spec.seeds} asked for (training seed = "
              f"evaluation seed; one seed has no spread).", "", demonstrations_line(results), ""]
-    for key, title in (("success", "success"), ("score", "score (the paper's UserGym/ColBench number)"),
-                       ("invalid_rate", "refused actions (share of agent turns)")):
+    for key, title in metric_titles(spec.bench):
         lines += [f"## {title}", "", "| gym | " + " | ".join(methods) + " |",
                   "| --- |" + " ---: |" * len(methods)]
         for gym in gyms:

@@ -219,8 +219,11 @@ def load_experiment(root: Path) -> ExperimentData:
 # ---- the results table (paper tables 1, 2 and 4) --------------------------------------------
 
 def _bench_cells(bench: str, per_gym: dict[str, Any]) -> dict[str, float]:
-    """One evaluation's numbers as the paper's columns: UserGym's per-gym score, ColBench's Pass
-    (mean fraction of hidden tests passed) and Succ. (all passed), tau2's success in percent."""
+    """One evaluation's numbers as the paper's columns: UserGym's per-gym environment reward (the
+    gym's own rewards summed over an episode, table 1's scale: Intention reaches 1.2-2.0),
+    ColBench's Pass (mean fraction of hidden tests passed) and Succ. (all passed), tau2's
+    success in percent. An evaluation written before summaries carried `env_reward` gives its
+    normalised score instead."""
     def mean_of(gym: str, key: str) -> float | None:
         v = (per_gym.get(gym) or {}).get(key)
         return float(v) if isinstance(v, (int, float)) else None
@@ -228,7 +231,8 @@ def _bench_cells(bench: str, per_gym: dict[str, Any]) -> dict[str, float]:
     cells: dict[str, float] = {}
     if bench == "usergym":
         for gym in USERGYM_GYMS:
-            v = mean_of(gym, "score")
+            v = mean_of(gym, "env_reward")
+            v = mean_of(gym, "score") if v is None else v
             if v is not None:
                 cells[f"usergym/{gym}"] = v
     elif bench == "colbench":

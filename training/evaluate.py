@@ -496,12 +496,22 @@ def _invalid_rate(records: list[dict[str, Any]]) -> float:
     return statistics.fmean(float(bool(t.get("invalid_action"))) for t in turns) if turns else 0.0
 
 
+def env_return(record: dict[str, Any]) -> float:
+    """The environment's own reward summed over an episode's turns: UserGym's number in the paper
+    (appendix B: "the environment reward averaged within and across gyms"; UserRL sums the
+    per-turn rewards, so Intention reaches 1.2-2.0 in table 1), where `score` is normalised to
+    [0, 1]. No reward module adds to it: evaluation runs none."""
+    return sum(float(t.get("env_reward", 0.0)) for t in record.get("turns", []))
+
+
 def summarize(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per gym: mean score, success rate, mean turns, truncated share, number of episodes."""
+    """Per gym: mean score, the environment's summed reward (env_reward, the paper's UserGym
+    scale), success rate, mean turns, truncated share, number of episodes."""
     by_gym: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         by_gym.setdefault(r["gym"], []).append(r)
     return {gym: {"score": statistics.fmean(float(r["score"]) for r in rs),
+                  "env_reward": statistics.fmean(env_return(r) for r in rs),
                   "invalid_rate": _invalid_rate(rs),
                   "success": statistics.fmean(float(bool(r["success"])) for r in rs),
                   "turns": statistics.fmean(r["turn_count"] for r in rs),
@@ -711,7 +721,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     summary = json.loads((out / "summary.json").read_text())
     for gym, s in summary["per_gym"].items():
-        print(f"{gym:>10}: score {s['score']:.3f}  success {s['success']:.3f}  n={s['n']}")
+        print(f"{gym:>10}: reward {s['env_reward']:.3f}  score {s['score']:.3f}  "
+              f"success {s['success']:.3f}  n={s['n']}")
     if summary["deviations"]:
         print("not the bench's protocol: " + "; ".join(
             f"{d['setting']}: {d['used']} instead of {d['protocol']}" for d in summary["deviations"])

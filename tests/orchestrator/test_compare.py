@@ -58,8 +58,10 @@ def test_compare_trains_evaluates_and_tabulates_every_method_and_seed(tmp_path, 
     assert results["held_out_gyms"] == ["travel", "function", "persuade", "tau", "turtle"]
     assert set(results["methods"]["ppo"]["aggregate"]["groups"]) == {"trained", "held_out"}
     md = (out / "RESULTS.md").read_text()
-    assert md.count("| **overall** |") == 3 and "| prompting | ppo | eau |" in md
-    assert md.count("| **held-out gyms (travel, function, persuade, tau, turtle)** |") == 3
+    assert md.count("| **overall** |") == 4 and "| prompting | ppo | eau |" in md
+    assert md.count("| **held-out gyms (travel, function, persuade, tau, turtle)** |") == 4
+    # UserGym's headline is the environment's own reward, as the paper's table 1 prints it
+    assert md.index("## environment reward") < md.index("## success") < md.index("## score")
     assert (out / "report" / "index.html").exists()
     assert "RESULTS.md" in capsys.readouterr().out
 
@@ -150,3 +152,24 @@ def test_results_say_which_worked_example_setting_the_tables_used():
         seeds = {"0": seed(demos)}
         results = {"jobs": [], "methods": {"prompting": {"seeds": seeds, "aggregate": aggregate(seeds)}}}
         assert expect in render_markdown(spec, results, "orchestrator compare ...")
+
+
+def test_each_bench_shows_the_papers_number_first():
+    """RESULTS.md opens with the number the paper's table prints for the bench: UserGym's
+    environment reward (not the score normalised to [0, 1]), ColBench's Pass, tau2's success."""
+    from orchestrator.compare import CompareSpec, aggregate, render_markdown
+
+    seeds = {"0": {"per_gym": {"intention": {"success": 0.0, "score": 0.6, "env_reward": 1.7,
+                                             "invalid_rate": 0.0}}}}
+    results = {"jobs": [], "methods": {"ppo": {"seeds": seeds, "aggregate": aggregate(seeds)}}}
+    sections = {bench: [line for line in render_markdown(CompareSpec(name="h", bench=bench,
+                                                                     methods=("ppo",)),
+                                                         results, "cmd").splitlines()
+                        if line.startswith("## ") and line != "## Jobs"]
+                for bench in ("usergym", "colbench", "tau2")}
+    assert sections["usergym"][0].startswith("## environment reward (the paper's UserGym number")
+    assert sections["colbench"][0].startswith("## score: Pass")
+    assert sections["tau2"][0] == "## success (the paper's tau2 number)"
+    assert not any("environment reward" in s for s in sections["colbench"] + sections["tau2"])
+    md = render_markdown(CompareSpec(name="h", bench="usergym", methods=("ppo",)), results, "cmd")
+    assert "| intention | 1.700 (n=1) |" in md

@@ -291,3 +291,17 @@ def test_curves_show_the_share_of_refused_actions(tmp_path):
     fig = report_plots.training_curves_figure(load(root))
     ax = next(a for a in fig.axes if a.get_ylabel() == "refused actions")
     assert list(ax.lines[0].get_ydata()) == [1.0, 1.0, 1.0, 0.2, 0.2, 0.2, 0.2, 0.2]
+
+
+def test_usergym_cells_are_the_environment_reward_on_the_papers_scale(tmp_path):
+    """Table 1 prints UserGym's environment reward (Intention 1.2-2.0), not a score in [0, 1]:
+    the report's UserGym cells and averages take `env_reward` where the summary has it."""
+    root = tmp_path / "scale"
+    (root / "experiment.json").parent.mkdir(parents=True)
+    (root / "experiment.json").write_text(json.dumps({"name": "scale", "bench": "usergym"}))
+    per_gym = {g: {"score": 0.5, "env_reward": 1.8 if g == "intention" else 0.5, "success": 0.0}
+               for g in USERGYM}
+    _summary(root, "model-default", "usergym", 0, per_gym, model="default")
+    (row,) = table_rows(load_experiment(root))
+    assert row.cells["usergym/intention"][0] == 1.8
+    assert math.isclose(row.cells["usergym/avg"][0], (0.5 * 6 + 1.8) / 7)

@@ -197,3 +197,14 @@ def test_worked_examples_are_recorded_and_zero_is_the_papers_protocol(ckpt, tmp_
     assert all(d["setting"] != "demonstrations" for d in paper[0]["deviations"])
     assert [e["demonstrations"] for e in paper[1]] == [0]
     assert paper[2].endswith("-first1-demos0") and not shipped[2].endswith("-demos0")
+
+
+def test_summary_reports_the_environment_reward_beside_the_normalised_score():
+    """UserGym's number in the paper is the gym's own reward summed over an episode (Intention
+    reaches 1.2-2.0 in table 1); the summary reports it beside the score in [0, 1]."""
+    def episode(rewards, score):
+        return {"gym": "intention", "score": score, "success": score == 1.0, "truncated": False,
+                "turn_count": len(rewards), "turns": [{"env_reward": r} for r in rewards]}
+    per_gym = ev.summarize([episode([1.0, 0.7, 0.4], 1.0), episode([0.4, 0.0], 0.2)])["intention"]
+    assert per_gym["env_reward"] == pytest.approx((2.1 + 0.4) / 2)
+    assert per_gym["score"] == pytest.approx(0.6)
