@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any
 
+from orchestrator import gate_knobs
 from orchestrator.gate_context import ALL_GYMS, SUCCESS_BAR, GateContext, replay_pairs
 from orchestrator.workspace import SUBMODULE_MODE, SYMLINK_MODE, Workspace
 
@@ -286,6 +287,8 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
             reasons += _knob_change_reasons(ch["path"], ch["old"], ch["new"],
                                             schema_node(schema, ch["path"]), ctx)
         reasons += _knob_semantics(ws, new_tree, knobs)
+        # writes that would change nothing: no LLM user to mix in
+        reasons += gate_knobs.llm_only_reasons(changes, ctx)
     return reasons, changes
 
 
