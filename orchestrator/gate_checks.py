@@ -287,8 +287,9 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
             reasons += _knob_change_reasons(ch["path"], ch["old"], ch["new"],
                                             schema_node(schema, ch["path"]), ctx)
         reasons += _knob_semantics(ws, new_tree, knobs)
-        # writes that would change nothing: no LLM user to mix in
+        # writes that would change nothing: no LLM user to mix in, a knob no code reads
         reasons += gate_knobs.llm_only_reasons(changes, ctx)
+        reasons += gate_knobs.unread_knob_reasons(changes, old_knobs)
     return reasons, changes
 
 

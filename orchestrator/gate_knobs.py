@@ -10,6 +10,8 @@ later retracted).
   picks the symbolic arm for every episode of a run that has no LLM user (training/users/
   mixture.py, `episode_user`), and the temperature is the LLM user's. A run has one when its
   config sets rollout.user_llm, rollout.user_llms, or was started with --user-mode llm|hybrid.
+- A knob that is new in knobs.json (the agent added it to the schema too, which no widening check
+  sees) must be one that some part of the trainer reads: training/knob_readers.py declares them.
 """
 from __future__ import annotations
 
@@ -42,3 +44,18 @@ def llm_only_reasons(changes: list[dict], ctx: GateContext) -> list[str]:
                            f"{HOW_TO_GIVE_AN_LLM_USER}.")
     return reasons
 
+
+def unread_knob_reasons(changes: list[dict], old_knobs: Any) -> list[str]:
+    """A knob new in knobs.json that no reader declares (training/knob_readers.py). Only writes
+    are judged: a seed (no earlier knobs.json) is the person's starting point."""
+    if not isinstance(old_knobs, dict):
+        return []
+    from training.knob_readers import is_read          # plain Python: no torch
+
+    reasons = []
+    for ch in changes:
+        if ch["old"] is None and ch["new"] is not None and not is_read(ch["path"], ALL_GYMS):
+            reasons.append(f"{KNOBS}: {ch['path']} is a new knob that no part of the trainer reads "
+                           f"(training/knob_readers.py declares none by that name), so it would "
+                           f"change nothing; remove it, or have the project's code read it first.")
+    return reasons

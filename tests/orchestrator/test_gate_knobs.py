@@ -1,12 +1,12 @@
 """Knob writes that would change nothing are refused by the gate (orchestrator/gate_knobs.py): a
-mixture or LLM-user temperature when the run has no LLM user."""
+mixture or LLM-user temperature when the run has no LLM user, and a knob no code reads."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from gate_testkit import knob_commit, make_experiment, ws_of
+from gate_testkit import commit, knob_commit, knobs, make_experiment, set_knob, write, ws_of
 from orchestrator import gate
 from orchestrator.workspace import LIVE_REF
 
@@ -66,3 +66,31 @@ def test_the_mixture_is_accepted_before_any_run(tmp_path):
     knob_commit(ws_of(exp), "user.travel.strategy_mix", 0.3)
     assert judge(exp).accepted
 
+
+def test_a_new_knob_no_code_reads_is_refused(tmp_path):
+    """An agent that adds a knob to the schema and to knobs.json gets a value no code reads:
+    refused in one sentence, while a new reward module's switch (read by training/rewards.py)
+    is accepted."""
+    exp = make_experiment(tmp_path)
+    ws = ws_of(exp)
+    schema = json.loads((ws.path / "schema/knobs.schema.json").read_text())
+    travel = schema["properties"]["env"]["properties"]["travel"]
+    travel["properties"]["shuffle_options"] = {"type": "boolean", "description": "shuffle",
+                                               "x-gyms": ["travel"]}
+    write(ws, {"schema/knobs.schema.json": json.dumps(schema, indent=2)})
+    set_knob(ws, "env.travel.shuffle_options", True)
+    commit(ws, "shuffle the travel options")
+    v = judge(exp)
+    assert not v.accepted
+    (reason,) = v.reasons
+    assert reason.startswith("knobs.json: env.travel.shuffle_options is a new knob that no part "
+                             "of the trainer reads") and "would change nothing" in reason
+    assert reason.count(". ") == 0 and reason.endswith(".")
+    # a new reward module's entry is read by the trainer's reward code
+    k = knobs(ws)
+    k["reward"]["modules"]["asks_twice"] = {"enabled": True, "weight": 0.5}
+    write(ws, {"knobs.json": json.dumps(k, indent=2),
+               "rewards/asks_twice.py": "APPLIES_TO = ['travel']\n\n"
+                                        "def turn_reward(turn):\n    return 0.0\n"})
+    commit(ws, "a module of its own")
+    assert judge(exp).accepted
