@@ -5,9 +5,13 @@ subprocess"); the orchestrator writes it with `resolve(bench, preset, overrides)
 trainer reads it back with `Config.from_dict`. Keys follow verl's (`data.train_batch_size`,
 `actor.optim.lr`, `rollout.n`, ...) so that a verl user can read a run at a glance.
 
-Presets carry the paper's appendix C (Table 9) values per bench; the `cpu` preset scales them down
-so the README demo (SmolLM2-135M, UserGym, ~10 PPO steps) fits a 2-core CPU in a few minutes, with
-turn and episode budgets per bench (`CPU_BY_BENCH`) that a solved episode fits.
+Presets carry ten of the sixteen rows of the paper's appendix C (Table 9) per bench
+(`TABLE9_CARRIED`: batch sizes, learning rate, KL and entropy coefficients, rollouts per prompt,
+turns, per-turn and per-episode token budgets). Six are left out, each with its reason in
+`TABLE9_LEFT_OUT`: prompt length, rollout engine, log-prob micro-batch size, GPU memory
+utilisation, GPUs per node and total epochs. The `cpu` preset scales them down so the README demo
+(SmolLM2-135M, UserGym, ~10 PPO steps) fits a 2-core CPU in a few minutes, with turn and episode
+budgets per bench (`CPU_BY_BENCH`) that a solved episode fits.
 
 Batch units, as in verl: `data.train_batch_size` and `actor.ppo_mini_batch_size` count prompts
 (tasks); every prompt is rolled out `rollout.n` times, so a step trains on
@@ -423,6 +427,41 @@ CPU_BY_BENCH: dict[str, dict[str, Any]] = {
     # machine, 1,071-1,486 s beside another trainer.
     "tau2": {"data": {"train_batch_size": 1}, "actor": {"ppo_mini_batch_size": 1},
              "rollout": {"max_turns": 8, "response_length": 128, "max_episode_tokens": 4608}},
+}
+
+
+# Appendix C, Table 9, row by row (UserGym | ColBench | tau2-bench): the config key each carried
+# row sets in PRESETS, with the paper's values, which tests/training/test_config.py checks.
+TABLE9_CARRIED: dict[str, tuple[str, dict[str, Any]]] = {
+    "Train batch size": ("data.train_batch_size", {"usergym": 64, "colbench": 64, "tau2": 32}),
+    "response length": ("rollout.max_episode_tokens",
+                        {"usergym": 8192, "colbench": 8192, "tau2": 16384}),
+    "learning rate": ("actor.optim.lr", {"usergym": 3e-7, "colbench": 3e-7, "tau2": 1e-6}),
+    "minibatch size": ("actor.ppo_mini_batch_size", {"usergym": 16, "colbench": 16, "tau2": 16}),
+    "microbatch size per GPU": ("actor.ppo_micro_batch_size",
+                                {"usergym": 4, "colbench": 4, "tau2": 2}),
+    "KL loss coef": ("actor.kl_loss_coef", {"usergym": 0.001, "colbench": 0.001, "tau2": 0.001}),
+    "entropy coefficient": ("actor.entropy_coeff",
+                            {"usergym": 0.001, "colbench": 0.001, "tau2": 0.001}),
+    "Parallel (n)": ("rollout.n", {"usergym": 5, "colbench": 5, "tau2": 5}),
+    "turns": ("rollout.max_turns", {"usergym": 16, "colbench": 10, "tau2": 50}),
+    "Response length (per turn)": ("rollout.response_length",
+                                   {"usergym": 1024, "colbench": 1024, "tau2": 1024}),
+}
+# The rows the presets leave out, and why.
+TABLE9_LEFT_OUT: dict[str, str] = {
+    "prompt length": "1152 | 2048 | 8192: no prompt is cut; the episode budget "
+                     "(rollout.max_episode_tokens) counts the prompt with the turns, and "
+                     "training/budget.py refuses at start a prompt that would spend it",
+    "rollout engine": "vLLM: the trainer generates with its own KV engine (training/kvengine.py) "
+                      "or Hugging Face generate; the vLLM backend is optional and untested here",
+    "Log prob micro batch size per GPU": "4 | 4 | 2: log-prob passes are cut by the token budget "
+                                         "actor.ppo_max_token_len (TOKEN_BUDGET) instead",
+    "GPU utilization": "0.5: the share of GPU memory vLLM's cache takes, a setting of vLLM alone",
+    "GPUs per node": "4: a preset assumes no machine; trainer.nproc_per_node stays 1, and "
+                     "trainer.parallel with trainer.nproc_per_node spreads a run over several GPUs",
+    "Total epochs": "2: the trainer counts PPO steps (trainer.total_steps), not passes over the "
+                    "task set; two epochs are 2 x training tasks / data.train_batch_size steps",
 }
 
 
