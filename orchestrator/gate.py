@@ -32,6 +32,7 @@ from orchestrator import gate_checks as checks
 from orchestrator import ledger
 from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
+from orchestrator.gate_patches import check_env_patch
 from orchestrator.supervisor import pid_alive
 from orchestrator.workspace import (JUDGED_REF, LIVE_REF, MAIN, CommitInfo, Workspace,
                                     is_agent_author, parse_trailers)
@@ -82,6 +83,9 @@ def content_reasons(ws: Workspace, old: str, new: str, ctx: GateContext) -> tupl
             reasons += checks.check_control(ws, new, ctx)
         elif path.startswith("demonstrations/") and path.endswith(".json"):
             reasons += checks.check_demonstrations(ws, new, path)
+        elif path.startswith("env_patches/") and path.endswith(".py") and not reasons:
+            source = ws.read_file(new, path).decode(errors="replace")
+            reasons += check_env_patch(path, source, checks.load_json(ws, new, checks.KNOBS)[0], ctx)
     if checks.DEMOS_SCHEMA in files:      # a changed schema re-checks every bench's examples
         for bench in checks.BENCH_DIRS:
             path = f"demonstrations/{bench}.json"

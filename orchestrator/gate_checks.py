@@ -26,9 +26,10 @@ BENCH_DIRS = ("usergym", "colbench", "tau2")
 LAYOUT = [re.compile(p) for p in (
     r"knobs\.json", r"control\.json", r"schema/[A-Za-z0-9_.-]+\.json",
     r"users/(usergym|colbench|tau2)/(rules\.json|persona\.md)", r"rewards/[a-z_][a-z0-9_]*\.py",
-    r"demonstrations/(usergym|colbench|tau2)\.json", r"[A-Za-z0-9_.-]+\.md")]
+    r"demonstrations/(usergym|colbench|tau2)\.json", r"[A-Za-z0-9_.-]+\.md",
+    r"env_patches/(" + "|".join(ALL_GYMS) + r")\.py")]
 LAYOUT_TEXT = ("knobs.json, control.json, schema/*.json, users/<bench>/rules.json or persona.md, "
-               "rewards/<name>.py, demonstrations/<bench>.json, top-level *.md")
+               "rewards/<name>.py, demonstrations/<bench>.json, env_patches/<gym>.py, top-level *.md")
 PERSONA_MAX_CHARS = 8000
 REWARD_LOAD_S = 2.0          # import of a reward module (sandbox wall clock)
 REWARD_CALL_S = 1.5          # all replayed turns (or episodes) of one module, one call

@@ -4,12 +4,14 @@ DESIGN.md, "Hot reload"; paper section 4.5. A `LiveWatcher` notices a new commit
 `refs/eau/live` (watchdog on the ref file and packed-refs, with a polling fallback every
 `poll_s`), and records when it saw it. At the next step boundary the trainer calls
 `load_commit`, which exports that commit's tree into the run folder (`git archive`, read-only on
-the repository), parses the Snapshot (knobs, rules, personas), starts its reward modules and lets
+the repository), parses the Snapshot (knobs, rules, personas), starts its reward modules and its
+environment patches (training/env_patches.py, each in a sandboxed worker) and lets
 the trainer's own check build an environment per gym; only when all of that succeeds is the new
 `LiveSnapshot` swapped in, all at once. Any failure leaves the previous snapshot running.
 
 Reloads are cheap when little changed (benchmarks/commit_load_bench.py: a meta-agent committing
-200 times a minute): a reward module whose source is unchanged keeps its sandboxed worker (no new
+200 times a minute): a reward module or an environment patch whose source is unchanged keeps its
+sandboxed worker (no new
 probe, no new process; its module-level state carries over, as if no reload happened), shared
 between the old and the new snapshot until the last one using it is closed; a changed source gets
 a fresh worker. The watcher wakes only on writes to the ref's file or packed-refs (not on reads,
@@ -18,6 +20,7 @@ process.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from training import rewards
+from training import env_patches, rewards
 from training.snapshot import Snapshot
 
 
@@ -40,7 +43,8 @@ class SnapshotError(ValueError):
 
 @dataclass
 class LiveSnapshot:
-    """What the trainer runs: the parsed snapshot and its started reward modules."""
+    """What the trainer runs: the parsed snapshot (its `patches` started) and its started reward
+    modules."""
 
     snapshot: Snapshot
     modules: list[rewards.RewardModule] = field(default_factory=list)
@@ -55,6 +59,8 @@ class LiveSnapshot:
 
     def close(self) -> None:
         rewards.close_all(self.modules)
+        if self.snapshot.patches is not None:
+            self.snapshot.patches.close()
 
 
 def git_dir(repo: Path) -> Path:
@@ -114,11 +120,12 @@ def export_commit(repo: Path, commit: str, dest: Path) -> Path:
 
 
 class _Shared:
-    """One started reward module, used by every live snapshot with the same source."""
+    """One started module (a reward module or an environment patch), used by every live snapshot
+    with the same source: `started` is what its start function returned, the worker last."""
 
     def __init__(self, key: tuple[str, str], started: tuple):
         self.key = key
-        self.applies, self.has_turn, self.has_episode, self.worker = started
+        self.started, self.worker = started[:-1], started[-1]
         self.users = 0
 
 
@@ -155,23 +162,35 @@ class SharedWorker:
             entry.worker.close()
 
 
-def _shared_module(name: str, source: str) -> tuple:
-    """rewards.load_modules' `start`: the running worker of this exact source, or a new one."""
+def _shared(name: str, source: str, start: Callable[[str, str], tuple]) -> tuple:
+    """`start(name, source)`'s result with its worker (last) shared: the running worker of this
+    exact source, or a new one."""
     key = (name, hashlib.sha256(source.encode()).hexdigest())
     with _SHARED_LOCK:
         entry = _SHARED.get(key)
         if entry is not None:
             entry.users += 1
-            return entry.applies, entry.has_turn, entry.has_episode, SharedWorker(entry)
-    started = rewards.start_module(name, source)        # outside the lock: probes take a while
+            return (*entry.started, SharedWorker(entry))
+    started = start(name, source)       # outside the lock: probes take a while
     with _SHARED_LOCK:
         entry = _SHARED.get(key)
         if entry is None:
             entry = _SHARED[key] = _Shared(key, started)
         else:                       # another thread started the same source meanwhile
-            started[3].close()
+            started[-1].close()
         entry.users += 1
-        return entry.applies, entry.has_turn, entry.has_episode, SharedWorker(entry)
+        return (*entry.started, SharedWorker(entry))
+
+
+def _shared_module(name: str, source: str) -> tuple:
+    """rewards.load_modules' `start`: the running worker of this exact source, or a new one."""
+    return _shared(name, source, rewards.start_module)
+
+
+def _shared_patch(gym: str, source: str) -> tuple:
+    """env_patches.load_patches' `start`, shared as reward modules are (keyed apart from them)."""
+    return _shared(f"{env_patches.FOLDER}/{gym}", source,
+                   lambda _, src: env_patches.start_patch(gym, src))
 
 
 def shared_workers() -> int:
@@ -193,6 +212,12 @@ def build(root: Path, commit: str, check: Callable[[Snapshot], None] | None = No
         modules = rewards.load_modules(snap.reward_files, snap.knobs, start=_shared_module)
     except rewards.RewardModuleError as exc:
         raise SnapshotError(str(exc)) from None
+    try:
+        patches = env_patches.load_patches(snap.env_patch_files, start=_shared_patch)
+    except env_patches.EnvPatchError as exc:
+        rewards.close_all(modules)
+        raise SnapshotError(str(exc)) from None
+    snap = dataclasses.replace(snap, patches=patches)
     live = LiveSnapshot(snap, modules)
     if check is not None:
         try:

@@ -20,6 +20,10 @@ class Snapshot:
     personas: dict[str, str] = field(default_factory=dict)           # bench -> persona.md text
     reward_files: dict[str, Path] = field(default_factory=dict)      # module name -> path
     demonstrations: dict[str, dict[str, list]] = field(default_factory=dict)  # bench -> gym -> examples
+    env_patch_files: dict[str, Path] = field(default_factory=dict)   # gym -> env_patches/<gym>.py
+    # the started patches (training.env_patches.EnvPatches) the environments call; set by
+    # training.live for the trainer's snapshot, None elsewhere (evaluation runs no patch)
+    patches: Any = None
 
     @classmethod
     def from_dir(cls, root: Path | str, commit: str = "") -> "Snapshot":
@@ -35,10 +39,11 @@ class Snapshot:
                     personas[bench_dir.name] = (bench_dir / "persona.md").read_text()
         rewards = {p.stem: p for p in sorted((root / "rewards").glob("*.py"))} \
             if (root / "rewards").is_dir() else {}
-        from training import demonstrations
+        from training import demonstrations, env_patches
 
         return cls(commit=commit, root=root, knobs=knobs, rules=rules, personas=personas,
-                   reward_files=rewards, demonstrations=demonstrations.load_dir(root))
+                   reward_files=rewards, demonstrations=demonstrations.load_dir(root),
+                   env_patch_files=env_patches.patch_files(root))
 
     def demos_for(self, bench: str, gym: str) -> tuple[list[dict[str, str]], int]:
         """(chat messages, number of examples) to show before a `gym` task: the first

@@ -88,6 +88,9 @@ class TextEnv(abc.ABC):
     # it a UserGym episode cut at the rollout's cap kept score 0 and success False whatever it
     # had achieved (a turtle answer covering 33% of the story logged score 0).
     turn_cap: int | None = None
+    # The workspace's environment patches (training.env_patches.EnvPatches) of the live snapshot,
+    # set by the bench's make_env; None runs the built-in code only (evaluation always does).
+    patches: Any = None
 
     def __init__(self, task: Task, knobs: dict[str, Any], user: Any, *, seed: int = 0):
         self.task = task
@@ -100,6 +103,13 @@ class TextEnv(abc.ABC):
     @property
     def max_steps(self) -> int:
         return self.capped(int(self.knobs["env"][self.task.gym]["max_steps"]))
+
+    def hooked(self, hook: str, default: Any, arg: Any) -> Any:
+        """What the workspace's patch of this gym answers for `hook` (training/env_patches.py),
+        or `default`, the built-in code's answer, when there is no such patch or it fails."""
+        if self.patches is None:
+            return default
+        return self.patches.call(self.task.gym, hook, arg, default)
 
     def closing_record(self) -> dict[str, Any]:
         """The `score` and `success` of an episode the rollout ended between turns (its token

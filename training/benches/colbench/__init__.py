@@ -73,7 +73,9 @@ def make_env(task: Task, snapshot, *, seed: int, llm=None) -> ColBenchEnv:
     check_withhold(snapshot.knobs, task)
     user, arm = episode_user(GYM, snapshot.knobs, symbolic_user(snapshot, task), llm,
                              seed=seed, key=task.id)
-    return ColBenchEnv(task, snapshot.knobs, user, seed=seed, user_arm=arm)
+    env = ColBenchEnv(task, snapshot.knobs, user, seed=seed, user_arm=arm)
+    env.patches = getattr(snapshot, "patches", None)      # env_patches/colbench.py, if any
+    return env
 
 
 def system_prompt(task: Task) -> str:

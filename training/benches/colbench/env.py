@@ -12,6 +12,8 @@ Turn loop (paper appendix B), at most `env.colbench.max_steps` agent turns:
   question. The paper's counter left such turns out, so an agent that always asked and answered
   at once was refused forever: 41% of episodes deadlocked (appendix A.2, table 7). A refused
   answer gets a note saying how many more questions are needed; its question, if any, is answered.
+  The counter (`counts_as_question`) and the answer parser (`split_action`) can be replaced by the
+  workspace's environment patch, `env_patches/colbench.py` (training/env_patches.py).
 - Running out of turns without an accepted answer sets `truncated`, reward 0.
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from training import env_patches
 from training.benches.base import Task, TextEnv, UserReply, UserState
 from training.benches.colbench.scorer import Score, score_answer
 from training.users import leak
@@ -124,8 +127,11 @@ class ColBenchEnv(TextEnv):
         if self._pending is not None:
             raise RuntimeError("prepare() called twice: call complete(reply) first.")
         self.turn += 1
-        message, code = split_action(action)
-        asked = is_question(message) if message else False
+        message, code = self.hooked("parse_answer", split_action(action), action)
+        asked = self.counts_as_question(message, code)
+        # the workspace's environment patch may replace the counter (training/env_patches.py)
+        asked = self.hooked("count_question", asked, env_patches.turn_input(
+            self.turn, action, message, code, asked, self.questions, self.env_knobs))
         self.questions += int(asked)      # before the answer gate: no deadlock (module docstring)
         need = int(self.env_knobs.get("min_questions", 0))
         accepted = code is not None and self.questions >= need
@@ -145,6 +151,11 @@ class ColBenchEnv(TextEnv):
                          questions_asked=self.questions, knobs=dict(self.user_knobs),
                          extra={"act": "message", "max_sentences": 2,
                                 "system_prompt": collaborator_prompt(self.task, withheld)})
+
+    def counts_as_question(self, message: str, code: str | None) -> bool:
+        """The built-in counter: this turn counts towards `min_questions` when its message asks
+        the collaborator something, with or without an answer after it."""
+        return is_question(message) if message else False
 
     def complete(self, reply: UserReply | None):
         if self._pending is None:

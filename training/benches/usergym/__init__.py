@@ -118,8 +118,10 @@ class UserGymBench:
         symbolic = SymbolicUser(self.compile_rules(rules))
         symbolic.check_knobs(snapshot.knobs.get("user", {}).get(task.gym, {}))
         user, arm = episode_user(task.gym, snapshot.knobs, symbolic, llm, seed=seed, key=task.id)
-        return ENVS[task.gym](task, snapshot.knobs, user, seed=seed, user_arm=arm,
-                              persona=snapshot.personas.get("usergym", ""))
+        env = ENVS[task.gym](task, snapshot.knobs, user, seed=seed, user_arm=arm,
+                             persona=snapshot.personas.get("usergym", ""))
+        env.patches = getattr(snapshot, "patches", None)  # env_patches/<gym>.py, if any
+        return env
 
     def system_prompt(self, task: Task) -> str:
         return "You are an agent that interacts with an environment and a user.\n" + \

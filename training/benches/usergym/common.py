@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from training import env_patches
 from training.benches.base import Fact, Task, TextEnv, UserReply, UserState
 from training.users import leak
 from training.users.symbolic import is_question, match_facts
@@ -149,6 +150,10 @@ class UserGymEnv(TextEnv):
         self.turn += 1
         act, content = parse_action(action)
         asked = act == "action" and is_question(content)
+        # the workspace's environment patch may replace the counter (training/env_patches.py)
+        asked = self.hooked("count_question", asked, env_patches.turn_input(
+            self.turn, action, content if act == "action" else "",
+            content if act == "answer" else None, asked, self.questions, self.env_knobs))
         self.questions += int(asked)
         # refused for its format: no tool prefix, or a tool this gym does not have (the gym's own
         # on_agent answers the latter); `invalid_action` feeds episode/invalid_rate
