@@ -9,7 +9,9 @@ What happens, and why:
 1. Every trained method gets one experiment per seed, `runs/NAME-<method>-s<seed>`, started by
    the real `orchestrator start` (a subprocess each, at most --parallel at once: several 135M
    trainers fit one H200 side by side): PPO is `--agent none`, EAU is `--agent builtin` (or
-   `eau-claude-code` / `eau-codex` where that CLI is usable). A method may name its training
+   `eau-claude-code` / `eau-codex` where that CLI is usable). `generic` is table 4's generic
+   meta-agent (`--skill generic --control inter-run`: no EAU skill, the LLM user alone, a session
+   after each run that starts the next, up to `--max-runs`). A method may name its training
    algorithm first (`algorithm.name`): `grpo` and `infopo` alone, or with an agent
    (`grpo-eau`, `infopo-eau-codex`), so the rows of the paper's Table 5 (an algorithm with and
    without EAU) come from one command; plain `ppo` and `eau` train with PPO. All of them start
@@ -45,8 +47,14 @@ from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 from training.config import ALGORITHMS
 
 AGENTS = {"ppo": "none", "eau": "builtin", "eau-claude-code": "claude-code", "eau-codex": "codex"}
+# The paper's generic meta-agent (section 5.4, table 4): no EAU skill and no symbolic user
+# (`start --skill generic`), run between runs as the paper describes it ("the generic inter-run
+# meta-agent", section 5.4): a session reviews each finished run and starts the next one
+GENERIC = {"generic": "builtin", "generic-claude-code": "claude-code", "generic-codex": "codex"}
+GENERIC_FLAGS = ("--skill", "generic", "--control", "inter-run")
 # PPO's methods keep their short names (the paper's "PPO" and "EAU"); other algorithms prefix theirs
 TRAINED = {**{m: ("ppo", a) for m, a in AGENTS.items()},
+           **{m: ("ppo", a) for m, a in GENERIC.items()},
            **{algo: (algo, "none") for algo in ALGORITHMS if algo != "ppo"},
            **{f"{algo}-{m}": (algo, a) for algo in ALGORITHMS if algo != "ppo"
               for m, a in AGENTS.items() if m != "ppo"}}
@@ -70,6 +78,7 @@ class CompareSpec:
     window: int | None = None
     max_lag: int | None = None
     user_mode: str | None = None          # llm | symbolic | hybrid, every trained run (table 3)
+    max_runs: int | None = None           # runs per experiment, restarts and reviews included
     parallel: int = 1
     device: str = "auto"
     eval_args: tuple[str, ...] = ()       # passed to every `orchestrator eval`
@@ -96,6 +105,10 @@ def check_spec(spec: CompareSpec) -> None:
         raise UserError(f"unknown method {unknown[0]!r}: choose from {', '.join(METHODS)}.")
     if spec.seeds < 1 or spec.parallel < 1:
         raise UserError("--seeds and --parallel must be at least 1.")
+    generic = [m for m in spec.methods if m in GENERIC]
+    if generic and spec.user_mode not in (None, "llm"):
+        raise UserError(f"--user-mode {spec.user_mode} cannot apply to {generic[0]}, which trains "
+                        f"against the LLM user alone (paper table 4): compare it in a run of its own.")
     if any(item.split("=", 1)[0].strip() == "algorithm.name" for item in spec.sets):
         raise UserError("--set algorithm.name would relabel every method: name the algorithm in "
                         "the method instead (e.g. --methods grpo,grpo-eau).")
@@ -124,9 +137,11 @@ def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
             for flag, value in (("--preset", spec.preset), ("--steps", spec.steps),
                                 ("--model", spec.model), ("--every", spec.every),
                                 ("--window", spec.window), ("--max-lag", spec.max_lag),
-                                ("--user-mode", spec.user_mode)):
+                                ("--user-mode", spec.user_mode), ("--max-runs", spec.max_runs)):
                 if value is not None:
                     argv += [flag, str(value)]
+            if m in GENERIC:
+                argv += list(GENERIC_FLAGS)
             for item in spec.sets:
                 argv += ["--set", item]
             for item in spec.knobs:

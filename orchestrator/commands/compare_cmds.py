@@ -22,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--bench", required=True, help="usergym, colbench or tau2")
     p.add_argument("--methods", default="prompting,ppo,eau",
                    help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau; "
-                        "grpo-eau: GRPO with the built-in agent)")
+                        "grpo-eau: GRPO with the built-in agent; generic: table 4's generic "
+                        "meta-agent between runs)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
     p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")
@@ -34,6 +35,9 @@ def register(sub) -> None:
     p.add_argument("--knob", action="append", default=[], metavar="KEY=VALUE",
                    help="starting knob of every experiment (e.g. --knob env.*.demonstrations=0)")
     p.add_argument("--every", type=int, default=None, help="EAU: a session every K steps")
+    p.add_argument("--max-runs", type=int, default=None, metavar="N",
+                   help="runs per experiment, restarts included (default 5; generic's inter-run "
+                        "loop trains up to N runs)")
     p.add_argument("--window", type=int, default=None, help="W of measured effects")
     p.add_argument("--max-lag", type=int, default=None, metavar="N",
                    help="EAU: the trainer waits for a session N steps behind (see start)")
@@ -90,6 +94,7 @@ def cmd_compare(args) -> int:
                        seeds=args.seeds, steps=args.steps, preset=args.preset, model=args.model,
                        sets=tuple(sets), knobs=tuple(args.knob), every=args.every,
                        window=args.window, max_lag=args.max_lag, user_mode=args.user_mode,
+                       max_runs=args.max_runs,
                        parallel=args.parallel,
                        device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root))
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -173,3 +173,52 @@ def test_each_bench_shows_the_papers_number_first():
     assert not any("environment reward" in s for s in sections["colbench"] + sections["tau2"])
     md = render_markdown(CompareSpec(name="h", bench="usergym", methods=("ppo",)), results, "cmd")
     assert "| intention | 1.700 (n=1) |" in md
+
+
+def test_generic_method_is_the_generic_meta_agent_between_runs(tmp_path):
+    """`--methods generic` starts table 4's generic meta-agent: the built-in agent with the
+    generic instruction (no EAU skill, the LLM user alone), its sessions between runs only."""
+    from orchestrator.compare import CompareSpec, check_spec, train_jobs
+    from orchestrator.errors import UserError
+
+    spec = CompareSpec(name="g", bench="usergym", methods=("ppo", "generic", "generic-codex"),
+                       seeds=1, max_runs=3, runs_dir=tmp_path)
+    jobs = {j.method: j.argv for j in train_jobs(spec, tmp_path / "logs")}
+    for method, agent in (("generic", "builtin"), ("generic-codex", "codex")):
+        argv = jobs[method]
+        assert argv[argv.index("--agent") + 1] == agent
+        assert argv[argv.index("--skill") + 1] == "generic"
+        assert argv[argv.index("--control") + 1] == "inter-run"
+        assert argv[argv.index("--max-runs") + 1] == "3"
+    assert "--skill" not in jobs["ppo"] and "--control" not in jobs["ppo"]
+    with pytest.raises(UserError, match="trains against the LLM user alone"):
+        check_spec(CompareSpec(name="g", bench="usergym", methods=("generic",),
+                               user_mode="symbolic", runs_dir=tmp_path))
+
+
+@pytest.mark.slow          # ~1-2 minutes: one tiny run with its review, one evaluation
+def test_compare_generic_runs_on_the_cpu_with_a_review_between_runs(tmp_path, tiny_model_dir):
+    runs = tmp_path / "runs"
+    argv = ["--runs-dir", str(runs), "compare", "--bench", "usergym", "--name", "gen",
+            "--methods", "generic", "--seeds", "1", "--steps", "2", "--every", "1",
+            "--max-runs", "2", "--preset", "cpu", "--model", str(tiny_model_dir),
+            "--device", "cpu", "--set", "gyms=[\"intention\"]", "--set", "data.train_batch_size=1",
+            "--set", "rollout.n=1", "--set", "rollout.max_turns=2",
+            "--set", "rollout.response_length=8", "--set", "rollout.user_response_length=8",
+            "--set", "trainer.save_freq=0", "--set", "model.precision=fp32",
+            "--eval-episodes", "1", "--eval-max-turns", "2", "--eval-max-new-tokens", "4",
+            "--user-llm", "none"]
+    assert main(argv) == 0
+    results = json.loads((runs / "gen" / "results.json").read_text())
+    assert "per_gym" in results["methods"]["generic"]["seeds"]["0"]
+    exp = runs / "gen-generic-s0"
+    meta = json.loads((exp / "experiment.json").read_text())
+    assert meta["generic_pinned"] and meta["user_mode"]["mode"] == "llm"
+    assert json.loads((exp / "run-001" / "config.json").read_text())["rollout"]["user_llm"] == "reference"
+    ledger = [json.loads(line) for line in (exp / "ledger.jsonl").read_text().splitlines()]
+    sessions = [r for r in ledger if r["type"] == "session"]
+    # --every 1 would have started a session after each step of an intra-run experiment; the
+    # generic baseline reviews each finished run instead
+    reviews = [r for r in ledger if r["type"] == "control" and r["action"] == "next"]
+    assert len(sessions) == len(reviews) >= 1 and all(s["step"] == 2 for s in sessions)
+    assert reviews[0]["run"] == "run-001"
