@@ -7,6 +7,7 @@ training system (paper section 4), one command per step of an experiment's life.
     orchestrator stop demo          # checkpoint and stop; `start demo` resumes
     orchestrator report demo        # runs/demo/report/index.html with the curves
     orchestrator eval demo          # the final checkpoint on the bench's held-out protocol
+    orchestrator fork demo --control inter-run   # demo's history continued as a new experiment
     orchestrator warmstart --bench usergym --out models/warm   # SFT on worked examples first
     orchestrator COMMAND --help     # every argument of one command
 
@@ -26,7 +27,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orchestrator.commands import compare_cmds, eval_cmds, run_cmds, warmstart_cmds, workspace_cmds
+from orchestrator.commands import (compare_cmds, eval_cmds, fork_cmds, run_cmds, warmstart_cmds,
+                                   workspace_cmds)
 from orchestrator.errors import UserError
 
 # each module and the subcommands it registers, in the order --help lists them
@@ -35,6 +37,7 @@ COMMAND_MODULES = (
     run_cmds,           # start, status, stop, agents
     eval_cmds,          # eval, report
     compare_cmds,       # compare
+    fork_cmds,          # fork
     warmstart_cmds,     # warmstart
 )
 

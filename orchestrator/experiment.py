@@ -53,7 +53,7 @@ class StartOptions:
                                          # workspace's own mixture
     control: str = "intra-run"           # intra-run: sessions every K steps; inter-run: sessions
                                          # only between runs (the paper's Figure 7 contrast); both
-    max_runs: int = DEFAULT_CAP
+    max_runs: int | None = None          # the cap of runs; None: the experiment's own (5 when new)
     agent_cmd: list[str] | None = None   # the executable of --agent command
     session_time_s: float = 600.0        # wall-clock limit of one session
     budget_usd: float | None = None
@@ -76,7 +76,7 @@ class Experiment:
         self.ws = Workspace(Path(self.meta.get("workspace") or self.dir / "workspace"))
 
     @classmethod
-    def open_or_create(cls, name: str, bench: str, runs_dir: Path | str, cap: int = DEFAULT_CAP,
+    def open_or_create(cls, name: str, bench: str, runs_dir: Path | str, cap: int | None = None,
                        seed_knobs: dict[str, Any] | None = None) -> "Experiment":
         from orchestrator.experiment_init import canonical_bench_name, init_experiment
 
@@ -90,7 +90,8 @@ class Experiment:
         if bench and canonical_bench_name(bench) != exp.meta["bench"]:
             raise UserError(f"experiment {name!r} trains {exp.meta['bench']}, not {bench}: drop --bench "
                             f"or pick another --exp.")
-        exp.meta["cap"] = cap
+        if cap is not None:          # else the experiment keeps its own (a fork sets one)
+            exp.meta["cap"] = cap
         exp.save()
         return exp
 
@@ -102,6 +103,12 @@ class Experiment:
     @property
     def runs(self) -> list[dict[str, Any]]:
         return self.meta.setdefault("runs", [])
+
+    @property
+    def pool(self) -> Path:
+        """The experience pool its sessions read and add to: the project's (or
+        $EAU_EXPERIENCE_DIR), or a fork's own copy (orchestrator/fork.py)."""
+        return experience.pool_dir(self.meta.get("experience_dir"))
 
     @property
     def cap(self) -> int:
@@ -228,7 +235,7 @@ class Loop:
             run_dir=self.run, bench=self.exp.meta["bench"], skill_path=skill_path(self.opts.skill),
             time_limit_s=self.opts.session_time_s, budget_usd=self.opts.budget_usd,
             window=self.opts.window, command=self.opts.agent_cmd,
-            experience_dir=experience.pool_dir(), step=step)
+            experience_dir=self.exp.pool, step=step)
 
     def submit_session(self, step: int = 0) -> None:
         from orchestrator import gate
@@ -365,7 +372,8 @@ class Loop:
         effects.update_effects(self.exp.dir, self.run, self.exp.ws.path, self.opts.window,
                                final=final)
         if self.opts.agent == "builtin":
-            experience.record_effects(self.exp.dir, self.exp.meta["bench"], self.exp.ws.path)
+            experience.record_effects(self.exp.dir, self.exp.meta["bench"], self.exp.ws.path,
+                                      self.exp.pool)
 
     def status(self, st) -> dict[str, Any]:
         return {"run": self.run.name, "step": st.step, "state": st.state,
@@ -377,7 +385,8 @@ class Loop:
 
         base.kill_leftover_agents(self.exp.dir)     # a killed orchestrator's session CLI
         stop_orphan_trainer(self.exp)
-        self.exp.meta.update(state="running", pid=os.getpid(), agent=self.opts.agent)
+        self.exp.meta.update(state="running", pid=os.getpid(), agent=self.opts.agent,
+                             control=self.opts.control)
         self.exp.save()
         self.watcher = GateWatcher(self.exp.dir).start()
         try:

@@ -21,6 +21,8 @@ Quirks worked around (cited where they are handled):
   top of its own repository.
 - `Repo.tree(sha)` in GitPython leaves the root tree's path unset (`tree / "a/b"` fails); one
   reason reads go through `ls-tree -z` / `cat-file` instead.
+- `git fetch` into the branch a non-bare repository has checked out (even an unborn one) is
+  refused without `--update-head-ok`: a fork's clone (`Workspace.clone`) fetches every ref.
 - `_run` hands git the whole inherited environment on purpose: inside a hook git sets
   `GIT_INDEX_FILE` to the index being committed (`.git/index.lock` under `git commit -a`, a
   `.git/next-index-*.lock` under `git commit PATHS`, seen with git 2.39), and `staged_tree` must
@@ -127,6 +129,23 @@ class Workspace:
         ws.run("add", "-A")
         ws.run("commit", "-q", "--no-verify", "-m", message, env=identity_env(*GATE_IDENTITY))
         return ws
+
+    @classmethod
+    def clone(cls, source: "Workspace", path: Path, at: str) -> "Workspace":
+        """A copy of `source` at `path` with every ref (main, the gate's refs and notes, the run
+        tags) and no remote, its main, live and judged refs at `at` and main checked out there:
+        a fork's history is the source's up to `at` and its own from there."""
+        path.mkdir(parents=True, exist_ok=False)
+        subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+        ws = cls(path)
+        ws.run("fetch", "-q", "--update-head-ok", str(source.path), "+refs/*:refs/*")
+        for ref in (MAIN, LIVE_REF, JUDGED_REF):
+            ws.set_ref(ref, at)
+        ws.run("reset", "-q", "--hard", MAIN)
+        return ws
+
+    def delete_ref(self, name: str) -> None:
+        self.run("update-ref", "-d", name, check=False)
 
     def install_hooks(self, scripts: dict[str, str], missing_only: bool = False) -> None:
         """Write hook scripts (name -> text) into this repository's hooks folder; with

@@ -191,19 +191,23 @@ def _bench_of(exp_root: Path, given: str | None) -> str:
 
 def walled_paths(exp_root: Path) -> list[Path]:
     """What the evaluation must never open: the workspace (also one linked with --workspace),
-    the ledger, the agent sessions, the experience pool; runs are walled off except the
-    checkpoint being evaluated (training/evaluate.py enforces this with an audit hook)."""
+    the ledger, the agent sessions, the experience pool (a fork's own too); runs are walled off
+    except the checkpoint being evaluated (training/evaluate.py enforces this with an audit
+    hook)."""
     walls = [exp_root / "workspace", exp_root / "ledger.jsonl", exp_root / "agents",
              paths.project_root() / "experience"]
     link = exp_root / "workspace.link"
     if link.is_file():
         walls.append(Path(link.read_text().strip()))
     try:                                   # experiment.json names the workspace it uses
-        named = json.loads((exp_root / "experiment.json").read_text()).get("workspace")
+        meta = json.loads((exp_root / "experiment.json").read_text())
+        named, pool = meta.get("workspace"), meta.get("experience_dir")
     except (OSError, ValueError, AttributeError):
-        named = None
+        named = pool = None
     if named:
         walls.append(Path(named))
+    if pool:                               # a fork's own copy of the experience pool
+        walls.append(Path(pool))
     walls += _runs(exp_root) if exp_root.is_dir() else []
     return walls
 

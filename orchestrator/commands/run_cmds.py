@@ -52,14 +52,17 @@ def register(sub) -> None:
     p.add_argument("--skill", default="eau", choices=("eau", "generic"),
                    help="eau (the EAU skill) or generic (paper table 4's generic meta-agent: no "
                         "EAU skill, and the LLM user alone)")
-    p.add_argument("--control", default="intra-run", choices=("intra-run", "inter-run", "both"),
-                   help="when sessions run: intra-run (every --every steps, the default), inter-run "
+    p.add_argument("--control", default=None, choices=("intra-run", "inter-run", "both"),
+                   help="when sessions run: intra-run (every --every steps, the default; a fork's "
+                        "arm keeps the one `orchestrator fork` gave it), inter-run "
                         "(only after each run, which then starts the next run from what the session "
                         "changed, up to --max-runs: the paper's inter-run contrast), or both")
     p.add_argument("--user-mode", default=None, choices=("llm", "symbolic", "hybrid"),
                    help="who answers in training, pinned for the whole experiment (paper table 3): "
                         "llm (the frozen reference policy as the user), symbolic, or hybrid (half each)")
-    p.add_argument("--max-runs", type=int, default=DEFAULT_CAP, help="cap of runs, restarts included (default 5)")
+    p.add_argument("--max-runs", type=int, default=None,
+                   help=f"cap of runs, restarts included (default: {DEFAULT_CAP} for a new "
+                        f"experiment, else the experiment's own)")
     p.add_argument("--agent-cmd", default=None, help="the program of --agent command (quoted)")
     p.add_argument("--require-agent", action="store_true",
                    help="refuse to start when the agent's CLI or credentials are missing "
@@ -126,6 +129,16 @@ def parse_sets(items: list[str], flag: str = "--set") -> dict:
     return out
 
 
+def _stored(exp_dir: Path, key: str):
+    """A value an existing experiment's experiment.json keeps (a fork's control), or None."""
+    import json
+
+    try:
+        return json.loads((exp_dir / "experiment.json").read_text()).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _exp_name(args, root: Path) -> str:
     name = experiment_arg(args)
     if name:
@@ -147,12 +160,13 @@ def cmd_start(args) -> int:
         bench = Experiment(root / name).meta["bench"]
     if args.max_lag is not None and args.max_lag < 0:
         raise UserError(f"--max-lag {args.max_lag} must be 0 or more (trainer steps a session may fall behind).")
+    control = args.control or _stored(root / name, "control") or "intra-run"
     short = args.preset == "cpu"      # the CPU demo runs 8 steps: sessions and windows to match
     every = args.every if args.every is not None else (2 if short else 10)
     window = args.window if args.window is not None else (2 if short else 10)
     opts = StartOptions(bench=bench, agent=args.agent, every=every, minutes=args.minutes,
                         preset=args.preset, steps=args.steps, model=args.model, skill=args.skill,
-                        user_mode=args.user_mode, control=args.control,
+                        user_mode=args.user_mode, control=control,
                         max_runs=args.max_runs,
                         agent_cmd=shlex.split(args.agent_cmd) if args.agent_cmd else None,
                         session_time_s=60.0 * args.session_minutes, window=window,
