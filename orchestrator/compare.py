@@ -21,7 +21,8 @@ What happens, and why:
 2. Each experiment's final checkpoint (no selection on test results, paper section 5.1) is
    evaluated by the walled evaluation, `orchestrator eval`, on the held-out split with the
    evaluation seed = the seed; prompting (the untrained model) is evaluated with the same seeds
-   into `runs/NAME-prompting`.
+   into `runs/NAME-prompting`, and so are `react` and `reflexion` (the same model prompted as
+   Table 1's ReAct and Reflexion rows, training/prompting.py) into `runs/NAME-react`, `-reflexion`.
 3. The results: `runs/NAME/results.json` (every evaluation's per-gym numbers), `RESULTS.md` (per
    method and gym: held-out success, score and, on UserGym, the environment's summed reward (the
    paper's number for that bench, shown first), mean and sample spread over the seeds with the
@@ -58,7 +59,10 @@ TRAINED = {**{m: ("ppo", a) for m, a in AGENTS.items()},
            **{algo: (algo, "none") for algo in ALGORITHMS if algo != "ppo"},
            **{f"{algo}-{m}": (algo, a) for algo in ALGORITHMS if algo != "ppo"
               for m, a in AGENTS.items() if m != "ppo"}}
-METHODS = ("prompting", *TRAINED)
+# Table 1's prompting rows: the untrained model, plainly and as ReAct and Reflexion
+# (training/prompting.py), each evaluated by the same walled protocol, nothing trained
+PROMPTED = ("prompting", "react", "reflexion")
+METHODS = (*PROMPTED, *TRAINED)
 
 
 @dataclass(frozen=True)
@@ -154,10 +158,11 @@ def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
     for seed in range(spec.seeds):
         for m in spec.methods:
-            if m == "prompting":
-                target = str(spec.runs_dir / f"{spec.name}-prompting")
+            if m in PROMPTED:
+                target = str(spec.runs_dir / f"{spec.name}-{m}")
                 head = [target, "--model", spec.model or "default", "--bench", spec.bench]
-                exp = f"{spec.name}-prompting"
+                head += ["--prompting", m] if m != "prompting" else []
+                exp = f"{spec.name}-{m}"
             else:
                 exp = f"{spec.name}-{m}-s{seed}"
                 head = [exp]
@@ -371,9 +376,10 @@ def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
     train = train_jobs(spec, logs)
     run_jobs(train, spec.parallel, say)
     evals = eval_jobs(spec, logs)
-    (spec.runs_dir / f"{spec.name}-prompting").mkdir(parents=True, exist_ok=True)
+    for m in PROMPTED:
+        (spec.runs_dir / f"{spec.name}-{m}").mkdir(parents=True, exist_ok=True)
     trained = {t.extra["exp"] for t in train if t.rc == 0}
-    skipped = [j for j in evals if j.method != "prompting" and j.extra["exp"] not in trained]
+    skipped = [j for j in evals if j.method not in PROMPTED and j.extra["exp"] not in trained]
     for j in skipped:
         j.extra["missing"] = f"its training failed (see {logs / ('train-' + j.extra['exp'] + '.log')})"
     run_jobs([j for j in evals if j not in skipped], spec.parallel, say)

@@ -308,12 +308,15 @@ def table_rows(exp: ExperimentData) -> list[TableRow]:
     final = final_checkpoint_key(exp.evals)
     for e in exp.evals:
         if e.get("source") == "model":
-            groups.setdefault(("Prompting", f"model {e.get('model')}" + _deviating(e)), []).append(e)
+            method = {"react": "ReAct", "reflexion": "Reflexion"}.get(e.get("prompting"), "Prompting")
+            groups.setdefault((method, f"model {e.get('model')}" + _deviating(e)), []).append(e)
         elif final and (int(e.get("run_index") or 0), int(e.get("step") or 0)) == final:
             label = f"{e.get('run')} step {e.get('step')}" + _deviating(e)
             groups.setdefault((exp.method, label), []).append(e)
     rows = []
-    for (method, label), evals in sorted(groups.items(), key=lambda kv: kv[0][0] != "Prompting"):
+    prompted = ("Prompting", "ReAct", "Reflexion")      # table 1's prompting rows come first
+    for (method, label), evals in sorted(
+            groups.items(), key=lambda kv: prompted.index(kv[0][0]) if kv[0][0] in prompted else 3):
         per_eval: list[dict[str, float]] = []
         by_seed: dict[Any, dict[str, float]] = {}
         for e in evals:

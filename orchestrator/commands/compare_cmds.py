@@ -23,7 +23,7 @@ def register(sub) -> None:
     p.add_argument("--methods", default="prompting,ppo,eau",
                    help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau; "
                         "grpo-eau: GRPO with the built-in agent; generic: table 4's generic "
-                        "meta-agent between runs)")
+                        "meta-agent between runs; react, reflexion: table 1's prompting rows)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
     p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")

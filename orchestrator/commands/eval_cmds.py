@@ -69,6 +69,12 @@ def register(subparsers) -> None:
     p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
                    help="override the protocol's new tokens a turn: quicker on a CPU, recorded "
                         "in the summary as a deviation from the protocol")
+    p.add_argument("--prompting", default="plain", choices=("plain", "react", "reflexion"),
+                   help="prompting method under the same protocol (paper table 1): plain, react "
+                        "(a thought, then the action) or reflexion (a verbal self-reflection after "
+                        "each failed attempt, carried into the next; see training/prompting.py)")
+    p.add_argument("--attempts", type=int, default=None, metavar="N",
+                   help="reflexion: attempts per task, stopping at the first success (default 3)")
     p.add_argument("--demonstrations", type=int, default=None, metavar="N",
                    help="worked examples shown before each task (default: the shipped 1, which "
                         "the summary records as a deviation; 0 is the paper's protocol)")
@@ -217,9 +223,12 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
     cmd = [sys.executable, "-m", "training.evaluate", "--bench", bench, "--split", args.split,
            "--seed", str(args.seed), "--out-root", str(t.exp_root / "eval"),
            "--device", args.device, "--user-llm", args.user_llm]
-    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens", "demonstrations"):
+    for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens", "demonstrations",
+                 "attempts"):
         if getattr(args, flag, None) is not None:
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    if getattr(args, "prompting", "plain") != "plain":
+        cmd += ["--prompting", args.prompting]
     for flag in ("user_url", "user_model", "user_key_env"):
         if getattr(args, flag, None):
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
@@ -238,6 +247,9 @@ def cmd_eval(args) -> int:
     for flag in ("episodes", "batch_size", "max_turns", "max_new_tokens"):
         if getattr(args, flag) is not None and getattr(args, flag) < 1:
             raise UserError(f"--{flag.replace('_', '-')} must be at least 1.")
+    if args.attempts is not None and (args.prompting != "reflexion" or args.attempts < 1):
+        raise UserError(f"--attempts {args.attempts}: give at least 1 attempt, with --prompting "
+                        f"reflexion (the only method that tries a task again).")
     if args.demonstrations is not None and not 0 <= args.demonstrations <= 3:
         raise UserError(f"--demonstrations {args.demonstrations}: give 0 to 3 worked examples "
                         f"(0 is the paper's protocol).")

@@ -222,3 +222,20 @@ def test_compare_generic_runs_on_the_cpu_with_a_review_between_runs(tmp_path, ti
     reviews = [r for r in ledger if r["type"] == "control" and r["action"] == "next"]
     assert len(sessions) == len(reviews) >= 1 and all(s["step"] == 2 for s in sessions)
     assert reviews[0]["run"] == "run-001"
+
+
+def test_react_and_reflexion_are_prompting_rows_of_the_untrained_model(tmp_path):
+    """Table 1's ReAct and Reflexion rows: the untrained model evaluated by the same walled
+    protocol with that prompting, each into its own folder; nothing is trained for them."""
+    from orchestrator.compare import CompareSpec, eval_jobs, train_jobs
+
+    spec = CompareSpec(name="p", bench="usergym", methods=("prompting", "react", "reflexion", "ppo"),
+                       seeds=1, eval_args=("--episodes", "1"), runs_dir=tmp_path)
+    assert [j.method for j in train_jobs(spec, tmp_path)] == ["ppo"]
+    jobs = {j.method: j.argv for j in eval_jobs(spec, tmp_path)}
+    for method in ("react", "reflexion"):
+        argv = jobs[method]
+        assert argv[argv.index("eval") + 1] == str(tmp_path / f"p-{method}")
+        assert argv[argv.index("--prompting") + 1] == method and "--model" in argv
+        assert argv[-2:] == ["--episodes", "1"]
+    assert "--prompting" not in jobs["prompting"] and "--prompting" not in jobs["ppo"]

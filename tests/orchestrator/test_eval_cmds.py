@@ -61,6 +61,20 @@ def test_demonstrations_reach_the_evaluation_and_a_bad_count_is_one_sentence(tmp
     assert err.startswith("orchestrator: --demonstrations 5:") and len(err.splitlines()) == 1
 
 
+def test_prompting_methods_reach_the_evaluation(tmp_path, capsys):
+    """`eval --prompting react|reflexion` (paper table 1's prompting rows) reaches the evaluation
+    process; --attempts goes only with reflexion, else one sentence."""
+    t = eval_cmds.resolve_target(None, "default", str(tmp_path))
+    args = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
+                                          "--prompting", "reflexion", "--attempts", "2"])
+    cmd = eval_cmds.eval_command(t, "usergym", args)
+    assert cmd[cmd.index("--prompting") + 1] == "reflexion" and cmd[cmd.index("--attempts") + 1] == "2"
+    assert cli.main(["--runs-dir", str(tmp_path), "eval", "--model", "default", "--prompting",
+                     "react", "--attempts", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "with --prompting reflexion" in err and len(err.splitlines()) == 1
+
+
 @pytest.mark.parametrize("flag", ["--batch-size", "--max-turns", "--max-new-tokens"])
 def test_settings_below_one_end_in_one_sentence(tmp_path, capsys, flag):
     assert cli.main(["--runs-dir", str(tmp_path), "eval", "--model", "default", flag, "0"]) == 2

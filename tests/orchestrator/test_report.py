@@ -305,3 +305,16 @@ def test_usergym_cells_are_the_environment_reward_on_the_papers_scale(tmp_path):
     (row,) = table_rows(load_experiment(root))
     assert row.cells["usergym/intention"][0] == 1.8
     assert math.isclose(row.cells["usergym/avg"][0], (0.5 * 6 + 1.8) / 7)
+
+
+def test_react_and_reflexion_evaluations_are_rows_of_their_own(tmp_path):
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "experiment.json").write_text(json.dumps({"name": "p", "bench": "usergym"}))
+    for eid, method in (("model-default-plain", None), ("model-default-react", "react"),
+                        ("model-default-reflexion3", "reflexion")):
+        _summary(root, eid, "usergym", 0, {"travel": {"score": 0.1, "success": 0.0}}, model="default")
+        if method:
+            s = json.loads((root / "eval" / eid / "summary.json").read_text())
+            (root / "eval" / eid / "summary.json").write_text(json.dumps({**s, "prompting": method}))
+    assert [r.method for r in table_rows(load_experiment(root))] == ["Prompting", "ReAct", "Reflexion"]

@@ -100,3 +100,20 @@ BENCH = SimpleNamespace(
 # The same bench under UserGym's name, so the pristine workspace's worked examples for travel
 # (demonstrations/usergym.json) are the ones shown before its tasks.
 AS_USERGYM = SimpleNamespace(**{**vars(BENCH), "name": "usergym"})
+
+
+class NeverSolvedEnv(FakeTravelEnv):
+    """FakeTravelEnv whose tasks are never solved: every Reflexion attempt fails."""
+
+    def complete(self, reply: UserReply | None):
+        obs, reward, terminated, truncated, info = super().complete(reply)
+        if "success" in info:
+            info["success"] = False
+        return obs, reward, terminated, truncated, info
+
+
+def make_never_solved_env(task: Task, snapshot, *, seed: int, llm=None) -> TextEnv:
+    return NeverSolvedEnv(task, snapshot.knobs, EchoUser(), seed=seed)
+
+
+NEVER_SOLVED = SimpleNamespace(**{**vars(BENCH), "make_env": make_never_solved_env})
