@@ -122,3 +122,33 @@ def test_the_skill_names_every_hook_and_where_patches_live():
     assert "`env_patches/<gym>.py`" in skill and "env_patches/colbench.py" in skill
     for hook in env_patches.HOOKS:
         assert f"`{hook}(" in skill, hook
+
+
+def test_an_unchanged_patch_keeps_its_worker_across_reloads(tmp_path):
+    """As reward modules do: a hot reload whose patch source is unchanged reuses the running
+    sandboxed worker; a failing patch fails the snapshot, whose modules are closed."""
+    import shutil
+
+    from training import live
+
+    def folder(name: str, source: str) -> Path:
+        root = tmp_path / name
+        shutil.copytree(PROJECT / "workspace", root)
+        (root / "env_patches").mkdir()
+        (root / "env_patches" / "travel.py").write_text(source)
+        return root
+
+    before = live.shared_workers()
+    a = live.build(folder("a", REPAIR), "a")
+    b = live.build(folder("b", REPAIR), "b")
+    try:
+        assert live.shared_workers() == before + 1 + len(a.modules)
+        assert a.snapshot.patches.has("travel", "count_question")
+        assert b.snapshot.patches.has("travel", "count_question")
+        with pytest.raises(live.SnapshotError, match="env_patches/travel.py defines none"):
+            live.build(folder("c", "def other(turn):\n    return True\n"), "c")
+        assert live.shared_workers() == before + 1 + len(a.modules)
+    finally:
+        a.close()
+        b.close()
+    assert live.shared_workers() == before
