@@ -91,13 +91,20 @@ def word_hit(word: str, bag: set[str]) -> bool:
     return any(len(w) >= 4 and (w.startswith(word) or word.startswith(w)) for w in bag)
 
 
+def key_hit(keyword: str, bag: set[str]) -> bool:
+    """Whether a message whose words are `bag` touches `keyword` (a word or a short phrase): each
+    of its words is a `word_hit`."""
+    ws = words(keyword)
+    return bool(ws) and all(word_hit(w, bag) for w in ws)
+
+
 def similarity(message: str, fact: Fact) -> float:
     """How well `message` touches `fact`'s keywords, in [0, 1] (see the module docstring)."""
     keywords = fact.keywords or tuple(w for w in words(fact.text) if len(w) >= 4)[:4]
     if not keywords:
         return 0.0
     bag = set(words(message))
-    hits = sum(1 for kw in keywords if (ws := words(kw)) and all(word_hit(w, bag) for w in ws))
+    hits = sum(1 for kw in keywords if key_hit(kw, bag))
     return min(1.0, hits / min(2, len(keywords)))
 
 

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+from training.benches.base import Fact, Task
 from training.benches.usergym import BENCH, MODULES, UnknownGym
 from training.benches.usergym.common import ACTS, DATA_DIR, task_to_json
-from training.benches.usergym.generate import build
+from training.benches.usergym.generate import build, keys_outside_prompt
 from training.users.symbolic import UnknownFactKind, check_kinds
 from usergym_helpers import snapshot
 
@@ -21,12 +22,15 @@ def test_each_gym_ships_enough_tasks_with_declared_fact_kinds(gym):
     ids = [t.id for t in train + test]
     assert len(set(ids)) == len(ids)
     kinds = {f.kind for t in train + test for f in t.facts}
-    assert kinds == set(MODULES[gym].FACT_KINDS)
+    # telepathy's prompt names the category ("I am thinking of a fruit"): no shipped task hides it
+    # (UserRL's files carry a category fact)
+    assert kinds == set(MODULES[gym].FACT_KINDS) - ({"category"} if gym == "telepathy" else set())
     assert all(t.gym == gym and t.prompt and t.facts for t in train + test)
+    assert all(f.keywords for t in train + test for f in t.facts)     # each can be asked for
     check_kinds(sorted(kinds), train)
 
 
-@pytest.mark.parametrize("gym", ["intention", "function"])
+@pytest.mark.parametrize("gym", BENCH.gyms)
 def test_shipped_files_are_what_the_seeded_generator_writes(gym):
     for split, tasks in build(gym, seed=0).items():
         lines = (DATA_DIR / gym / f"{split}.jsonl").read_text().splitlines()
@@ -139,3 +143,57 @@ def test_sending_back_the_real_prompt_earns_nothing_in_the_userrl_test_files(ben
     # and every task can still be won: each persuade task keeps the two reasons a win needs
     assert all(len(t.facts) >= 2 for t in tasks if t.gym == "persuade")
     assert all(t.facts for t in tasks if t.gym in ("persuade", "turtle", "intention"))
+
+
+def test_the_generator_leaves_the_prompts_words_out_of_keys():
+    """A key the agent's prompt hits is dropped ("time": the intention system prompt asks about
+    "one missing detail at a time"); a fact the prompt would leave without keys is refused."""
+    data = {"category": "Cooking", "task": "Give me a recipe."}
+    task = Task("intention-x", "intention", "train", "Give me a recipe.",
+                (Fact("d0", "detail", "Cooking time: quick.", ("time", "quick")),), data)
+    assert keys_outside_prompt(task).facts[0].keywords == ("quick",)
+    bare = Task("intention-x", "intention", "train", "Give me a recipe.",
+                (Fact("d0", "detail", "Cooking time: quick.", ("time", "recipe")),), data)
+    with pytest.raises(ValueError, match="every keyword of fact 'd0' .time, recipe."):
+        keys_outside_prompt(bare)
+
+
+def _what_the_prompt_earns(task, snap) -> list[str]:
+    """What sending back, as the agent's first turn, the prompt it reads (BENCH.agent_prompt: the
+    system prompt and the first observation, the context training.rollout.start_episode builds)
+    earns under each of the gym's tools: a reward, a fact the user reveals (the workspace's
+    elicited_fact pays 0.2 for one when the turn asks), or a won episode."""
+    from training.benches.usergym.travel import _OPTION_ID
+
+    example = _OPTION_ID.search(BENCH.system_prompt(task)) if task.gym == "travel" else None
+    earned = []
+    for act in ACTS[task.gym]:
+        env = BENCH.make_env(task, snap, seed=0)
+        env.reset()
+        _, reward, _, _, info = env.step(f"[{act}] {BENCH.agent_prompt(task)}")
+        # TravelGym's system prompt shows the id format with "[answer] H3"; sent back, that
+        # recommends H3, a blind guess no key can prevent: on the shipped train tasks with a hotel
+        # (seed 0) H3 is one of the acceptable options in 18 of 61, and each of H1..H11 in 14 to 20
+        # (3 of the 11 options are acceptable). Any other travel answer credit would be the prompt's.
+        guess = example is not None and info.get("recommended") == example.group(1)
+        if reward > 0 and not guess:
+            earned.append(f"[{act}] reward {reward:.2f}")
+        if info["revealed_facts"]:
+            earned.append(f"[{act}] reveals {', '.join(info['revealed_facts'])}")
+        if info.get("success") and not guess:
+            earned.append(f"[{act}] wins")
+    return earned
+
+
+@pytest.mark.parametrize("gym", BENCH.gyms)
+def test_sending_back_the_real_prompt_earns_nothing_in_the_shipped_tasks(gym):
+    """Every shipped task of every gym (all run offline). generate.py leaves the prompt's words
+    out of the facts' keys; before, with keys written against a stand-in prompt, this paid reward
+    in 40 of 150 intention tasks ("time" in the system prompt's "one missing detail at a time"),
+    12 of 144 turtle ("act" in "You act through one tool"), 6 of 150 persuade ("thinking" against
+    "think") and revealed a fact in every travel (the aspect: "I need a hotel"), tau ("name" in
+    the tool-call format) and telepathy task (the category: "I am thinking of a fruit")."""
+    snap = snapshot()
+    tasks = BENCH.load_tasks("train", [gym]) + BENCH.load_tasks("test", [gym])
+    earned = {t.id: e for t in tasks if (e := _what_the_prompt_earns(t, snap))}
+    assert earned == {}

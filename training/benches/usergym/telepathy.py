@@ -7,7 +7,8 @@ guess so far, max(0, score - best), clipped to [0, 1]; a correct guess ends the 
 
 Task data: facts are the entity's properties, Fact(kind="category" | "attribute", text = "It is a
 fruit.", keywords = the words a yes/no question must touch); `data` = {"entity": str,
-"aliases": [str], "category": str}.
+"aliases": [str], "category": str}. The shipped tasks' prompts name the category ("I am thinking of
+a fruit", as UserRL's do), so they hold attributes only; UserRL's files add a category fact.
 """
 from __future__ import annotations
 
@@ -74,8 +75,9 @@ def generate(rng: random.Random, n: int) -> list[Task]:
     tasks = []
     for line in lines[:n]:
         name, category, attrs = line.split("|")
-        facts = [Fact(id="category", kind="category", text=f"It is {_article(category)}.",
-                      keywords=(category.split()[-1],))]
+        # no category fact: the prompt below names the category, so the user revealed it (and
+        # elicited_fact paid for it) to an agent that only repeated its prompt
+        facts = []
         for i, pair in enumerate(attrs.split(";")):
             phrase, keyword = pair.split(":")
             facts.append(Fact(id=f"a{i}", kind="attribute", text=f"It {phrase}.", keywords=(keyword,)))
