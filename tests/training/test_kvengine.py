@@ -104,7 +104,7 @@ def test_a_slot_is_reused_only_for_its_own_prefix_and_gives_the_same_tokens(monk
     holds reuses it too (columns past it are dropped); an unrelated one takes the least recently
     used slot. Every answer equals a fresh engine's."""
     model = _model()
-    engine = _engine(model, slots=2)
+    engine = _engine(model, slots=3)
     a, b = _rand(30, 1), _rand(20, 2)
     first = engine.generate([a, b], max_new_tokens=6, greedy=True)
     widths = _forward_widths(engine, monkeypatch)
@@ -117,6 +117,13 @@ def test_a_slot_is_reused_only_for_its_own_prefix_and_gives_the_same_tokens(monk
     other = _rand(25, 3)
     assert engine.generate([other], max_new_tokens=6, greedy=True) == \
         _engine(_model(), slots=1).generate([other], max_new_tokens=6, greedy=True)
+    # a context that leaves a slot's tokens part way (a reply tokenized otherwise than sampled)
+    # keeps the shared part: only the tokens after it are run
+    diverged = longer[:25] + [11, 12, 13, 14]
+    before = len(widths)
+    kept = engine.generate([diverged], max_new_tokens=6, greedy=True)
+    assert max(w for w in widths[before:] if w > 1) == 4
+    assert kept == _engine(_model(), slots=1).generate([diverged], max_new_tokens=6, greedy=True)
 
 
 def test_changed_weights_forget_every_cache():
