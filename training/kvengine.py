@@ -37,7 +37,8 @@ from typing import Sequence
 
 import torch
 
-from training.generation import MAX_STOP_IDS, GenerationConfigError, sample_next
+from training.generation import (MAX_STOP_IDS, GenerationConfigError, attention_kernels,
+                                 sample_next)
 
 ATTN = "eau_kv"
 _RUNNING: list["KVEngine"] = []    # the engine whose forward is under way (one thread at a time)
@@ -307,7 +308,7 @@ class KVEngine:
             pos = first_d[:, None] + torch.arange(c0, c1, device=dev)            # (b, c)
             width = self._width_for(int((first + c1).max()))
             cols = pos.clamp(max=self.length - 1)   # padding positions past the end: last column
-            with self._running(rows, cols, width):
+            with self._running(rows, cols, width), attention_kernels(self.device):
                 hidden = self._hidden(ids[:, c0:c1], pos, self._mask(first_d + c0, c1 - c0, width))
             here = (lens_d - 1 >= c0) & (lens_d - 1 < c1)                        # (b,) ends here
             idx = (lens_d - 1 - c0).clamp(0, c1 - c0 - 1)
