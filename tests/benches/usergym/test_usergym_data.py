@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 
 import pytest
 
@@ -22,9 +23,13 @@ def test_each_gym_ships_enough_tasks_with_declared_fact_kinds(gym):
     ids = [t.id for t in train + test]
     assert len(set(ids)) == len(ids)
     kinds = {f.kind for t in train + test for f in t.facts}
-    # telepathy's prompt names the category ("I am thinking of a fruit"): no shipped task hides it
-    # (UserRL's files carry a category fact)
+    stated = {f.kind for t in train + test for f in t.stated}
+    # telepathy's prompt names the category ("I am thinking of a fruit"): every shipped task states
+    # it and none hides it (UserRL's files hide their own label where the prompt lacks it)
     assert kinds == set(MODULES[gym].FACT_KINDS) - ({"category"} if gym == "telepathy" else set())
+    assert stated == ({"category"} if gym == "telepathy" else set())
+    if gym == "telepathy":
+        assert all(len(t.stated) == 1 for t in train + test)
     assert all(t.gym == gym and t.prompt and t.facts for t in train + test)
     assert all(f.keywords for t in train + test for f in t.facts)     # each can be asked for
     check_kinds(sorted(kinds), train)
@@ -197,3 +202,37 @@ def test_sending_back_the_real_prompt_earns_nothing_in_the_shipped_tasks(gym):
     tasks = BENCH.load_tasks("train", [gym]) + BENCH.load_tasks("test", [gym])
     earned = {t.id: e for t in tasks if (e := _what_the_prompt_earns(t, snap))}
     assert earned == {}
+
+
+def _named(task) -> str:
+    """What a telepathy prompt says the entity is: "I am thinking of a fruit. Try to guess ..." ->
+    "a fruit" (every shipped and UserRL prompt reads so)."""
+    return re.search(r"I am thinking of (.+?)[.!]?\s+Try to guess", task.prompt).group(1)
+
+
+def _category_mistakes(tasks) -> dict[str, str]:
+    """task id -> a reply of the default user that contradicts the prompt or pays for it: asked
+    about the category its prompt names, anything but a bare "Yes." that earns no reward and
+    reveals nothing; asked "Is it a fruit?" when its prompt names no fruit, anything but "No."."""
+    snap = snapshot()
+    wrong = {}
+    for task in tasks:
+        env = BENCH.make_env(task, snap, seed=0)
+        env.reset()
+        obs, reward, _, _, info = env.step(f"[action] Is it {_named(task)}?")
+        if (obs, reward, info["revealed_facts"], info["asked_question"]) != ("Yes.", 0.0, [], True):
+            wrong[task.id] = f"{_named(task)}: {obs!r}, reward {reward}, revealed {info['revealed_facts']}"
+        if "fruit" not in _named(task):
+            obs = env.step("[action] Is it a fruit?")[0]
+            if obs != "No.":
+                wrong[task.id] = f"{_named(task)}: a fruit? {obs!r}"
+    return wrong
+
+
+def test_the_telepathy_user_confirms_the_category_its_prompt_names_and_tells_nothing():
+    """Every shipped telepathy task (15 of them fruit). With the category fact dropped to keep it
+    out of what the prompt earns, the user answered "No." to its own prompt's category in all 132;
+    now the category is stated (Task.stated): confirmed, never revealed or paid."""
+    tasks = BENCH.load_tasks("train", ["telepathy"]) + BENCH.load_tasks("test", ["telepathy"])
+    assert sum(_named(t) == "a fruit" for t in tasks) == 15
+    assert _category_mistakes(tasks) == {}
