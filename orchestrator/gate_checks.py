@@ -244,9 +244,11 @@ def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateCon
         gym = path.split(".")[1]
         kinds = ctx.gym_fact_kinds(gym)
         for kind in new:
+            # kinds of hidden facts only (Task.fact_kinds): a kind the prompt states, telepathy's
+            # category ("I am thinking of a fruit"), is confirmed whatever withhold_kinds says
             if kinds is not None and kind not in kinds:
                 reasons.append(f"{KNOBS}: {path} names fact kind {kind!r}, which no {gym} task has "
-                               f"(kinds: {', '.join(sorted(kinds)) or 'none'}).")
+                               f"as a hidden fact (kinds: {', '.join(sorted(kinds)) or 'none'}).")
     return reasons
 
 

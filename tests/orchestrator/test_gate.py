@@ -325,6 +325,23 @@ def test_withhold_kinds_are_checked_against_the_runs_own_data_folder(tmp_path):
     assert "names fact kind 'shape', which no colbench task has" in v.reasons[0], v.reasons
 
 
+def test_withholding_telepathys_stated_category_is_refused(tmp_path):
+    """The shipped telepathy tasks state their category ("I am thinking of a fruit") and hide
+    none; the user confirms a stated fact whatever withhold_kinds says, so withholding the category
+    would change no reply: refused, naming the kinds that can be withheld."""
+    from orchestrator.experiment_init import init_experiment
+    exp = init_experiment("ug", "usergym", tmp_path / "runs")       # no cached kinds: asks the bench
+    write_metrics(exp, [{"step": i, "success/telepathy": 0.9} for i in range(10)])
+    ws = ws_of(exp)
+    knob_commit(ws, "user.telepathy.withhold_kinds", ["category"])
+    v = judge_one(exp)
+    assert "names fact kind 'category', which no telepathy task has as a hidden fact (kinds: attribute)" \
+        in v.reasons[0], v.reasons
+    knob_commit(ws, "user.telepathy.withhold_kinds", ["attribute"])
+    v = judge_one(exp)
+    assert v.accepted, v.reasons
+
+
 def test_rules_are_replayed_on_recent_transcripts(exp, monkeypatch):
     from orchestrator.rule_replay import replay
     from training.benches import get_bench

@@ -25,7 +25,8 @@ empty reply with rule_id None.
 Conditions (`when`); a number may be written as {"knob": NAME}, read from `user.<gym>.NAME`:
   act: [..]            the agent's act: "question" (an [action] that asks something), "action",
                        "answer", "search", "other"
-  matched: bool        the message matches a revealable fact (similarity >= match_threshold)
+  matched: bool        the message matches a revealable fact (similarity >= match_threshold) or
+                       touches a fact the task states (any of its keywords; see below)
   matched_revealed: bool  it matches a fact already disclosed
   regex / not_regex    Python regex searched (case-insensitive) in the agent's message
   min_turn, max_turn   bounds on the turn number (1-based)
@@ -37,6 +38,14 @@ Conditions (`when`); a number may be written as {"knob": NAME}, read from `user.
 Knobs (`user.<gym>`, workspace/knobs.json): facts_per_reply (most facts in one reply),
 match_threshold (similarity a question needs to match a fact), volunteer_interval (used through
 `every`), max_reveals (budget of disclosures per episode), withhold_kinds (fact kinds never revealed).
+
+A stated fact (Task.stated: Telepathy's "I am thinking of a fruit") is what the agent's prompt
+already says. A message touching it counts as `matched`, but "reveal": "matched" discloses only the
+hidden facts, so a rule that would disclose nothing else does not fire and a "none" rule answers it
+(UserGym's yesno-bare: "Yes."): the user confirms its prompt instead of denying it, and tells
+nothing, so nothing is paid or counted. Any one keyword confirms it: match_threshold sets how
+precisely a question must ask to be told a hidden fact, and confirming a stated one tells nothing.
+withhold_kinds never applies to a stated fact (the prompt has already said it).
 
 The two defects of the paper's run (appendix A.2, table 7) do not exist here:
 - max_reveals counts EVERY disclosure, a repeated disclosure of a fact already revealed included;
@@ -298,8 +307,11 @@ class _Context:
         self.revealable = [f for f in state.task.facts if f.kind not in withheld]
         threshold = float(k.get("match_threshold", 0.5))
         # only a message that speaks to the user (a question, a plain action) can match a fact
-        self.matches = [] if self.act in ("answer", "search") else \
-            match_facts(state.agent_message, self.revealable, threshold)
+        speaks = self.act not in ("answer", "search")
+        self.matches = match_facts(state.agent_message, self.revealable, threshold) if speaks else []
+        # stated facts the message touches: confirmed, never disclosed (module docstring)
+        self.confirmed = [f for f in state.task.stated if similarity(state.agent_message, f) > 0] \
+            if speaks else []
         self.per_reply = max(0, int(k.get("facts_per_reply", 1)))
         # every disclosure counts, repeats included (paper table 7, max_reveals defect)
         self.budget = max(0, int(k.get("max_reveals", 8)) - sum(state.revealed.values()))
@@ -338,6 +350,10 @@ class _Context:
         return not rule.kinds or fact.kind in rule.kinds
 
     def _matched(self, rule: Rule) -> list[Fact]:
+        """The hidden facts the message matches, then the stated ones it touches."""
+        return self._disclosable(rule) + [f for f in self.confirmed if self._kind_ok(rule, f)]
+
+    def _disclosable(self, rule: Rule) -> list[Fact]:
         return [f for f, _ in self.matches if self._kind_ok(rule, f)]
 
     def _unrevealed(self, rule: Rule) -> list[Fact]:
@@ -346,7 +362,7 @@ class _Context:
 
     def to_reveal(self, rule: Rule) -> list[Fact]:
         if rule.reveal == "matched":
-            facts = self._matched(rule)
+            facts = self._disclosable(rule)
         elif rule.reveal == "next":
             facts = self._unrevealed(rule)
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 
 import pytest
 
@@ -12,7 +13,7 @@ from training.benches.usergym import BENCH, MODULES, UnknownGym
 from training.benches.usergym.common import ACTS, DATA_DIR, task_to_json
 from training.benches.usergym.generate import build, keys_outside_prompt
 from training.users.symbolic import UnknownFactKind, check_kinds
-from usergym_helpers import snapshot
+from usergym_helpers import make, snapshot
 
 
 @pytest.mark.parametrize("gym", BENCH.gyms)
@@ -22,9 +23,13 @@ def test_each_gym_ships_enough_tasks_with_declared_fact_kinds(gym):
     ids = [t.id for t in train + test]
     assert len(set(ids)) == len(ids)
     kinds = {f.kind for t in train + test for f in t.facts}
-    # telepathy's prompt names the category ("I am thinking of a fruit"): no shipped task hides it
-    # (UserRL's files carry a category fact)
+    stated = {f.kind for t in train + test for f in t.stated}
+    # telepathy's prompt names the category ("I am thinking of a fruit"): every shipped task states
+    # it and none hides it (UserRL's files hide their own label where the prompt lacks it)
     assert kinds == set(MODULES[gym].FACT_KINDS) - ({"category"} if gym == "telepathy" else set())
+    assert stated == ({"category"} if gym == "telepathy" else set())
+    if gym == "telepathy":
+        assert all(len(t.stated) == 1 for t in train + test)
     assert all(t.gym == gym and t.prompt and t.facts for t in train + test)
     assert all(f.keywords for t in train + test for f in t.facts)     # each can be asked for
     check_kinds(sorted(kinds), train)
@@ -96,8 +101,6 @@ _SHOWN = {"persuade": ("answer", lambda t: t.data["claim"]),
 
 
 def _paid_for_the_prompt(tasks) -> list[str]:
-    from usergym_helpers import make
-
     paid = []
     for task in tasks:
         act, shown = _SHOWN[task.gym]
@@ -113,33 +116,21 @@ def test_repeating_the_prompt_earns_nothing_in_the_shipped_tasks(gym):
     assert _paid_for_the_prompt(tasks) == []
 
 
-def _paid_for_the_real_prompt(tasks) -> dict[str, list[str]]:
-    """gym -> the runnable tasks (with the tool) where sending back, as the agent's first turn,
-    the prompt it reads (the system prompt and the first observation from reset(), the context
-    training.rollout.start_episode builds) earns reward, with any of the gym's tools."""
-    snap = snapshot()
-    paid: dict[str, list[str]] = {}
-    for task in tasks:
-        if not task.data["runnable"]:
-            continue
-        paid.setdefault(task.gym, [])
-        for act in ACTS[task.gym]:
-            env = BENCH.make_env(task, snap, seed=0)
-            obs, _ = env.reset()
-            if env.step(f"[{act}] {BENCH.system_prompt(task)}\n{obs}")[1] > 0:
-                paid[task.gym].append(f"{task.id} [{act}]")
-    return paid
-
-
 def test_sending_back_the_real_prompt_earns_nothing_in_the_userrl_test_files(benchdata):
-    """Every task of every UserRL test file the loader reads. Before the keys left out the whole
-    prompt (only the claim, the title and surface, the category and task were left out), this
-    paid in 7 of 42 persuade tasks ("environment" against "environmental"), 3 of 48 turtle tasks
-    ("hidden") and 5 of 40 intention tasks ("details" against "detail", "user's city")."""
+    """Every runnable task of every UserRL test file the loader reads: no reward, no fact revealed,
+    no win, with any of the gym's tools. Before the keys left out the whole prompt (only the claim,
+    the title and surface, the category and task were left out), this paid in 7 of 42 persuade
+    tasks ("environment" against "environmental"), 3 of 48 turtle tasks ("hidden") and 5 of 40
+    intention tasks ("details" against "detail", "user's city"). Checked for reward alone, it let
+    the user reveal a fact in 36 of the 41 telepathy tasks: the category the prompt names ("I am
+    thinking of a fruit", now stated, not hidden) and attributes keyed by a word of the prompt
+    ("mountain" for "a famous mountain")."""
     tasks = BENCH.load_tasks("test", data_dir=benchdata)
-    paid = _paid_for_the_real_prompt(tasks)
-    assert sorted(paid) == ["function", "intention", "persuade", "telepathy", "turtle"]
-    assert {g: len(ids) for g, ids in paid.items()} == {g: 0 for g in paid}, paid
+    runnable = [t for t in tasks if t.data["runnable"]]
+    assert sorted({t.gym for t in runnable}) == ["function", "intention", "persuade", "telepathy", "turtle"]
+    snap = snapshot()
+    earned = {t.id: e for t in runnable if (e := _what_the_prompt_earns(t, snap))}
+    assert earned == {}
     # and every task can still be won: each persuade task keeps the two reasons a win needs
     assert all(len(t.facts) >= 2 for t in tasks if t.gym == "persuade")
     assert all(t.facts for t in tasks if t.gym in ("persuade", "turtle", "intention"))
@@ -197,3 +188,49 @@ def test_sending_back_the_real_prompt_earns_nothing_in_the_shipped_tasks(gym):
     tasks = BENCH.load_tasks("train", [gym]) + BENCH.load_tasks("test", [gym])
     earned = {t.id: e for t in tasks if (e := _what_the_prompt_earns(t, snap))}
     assert earned == {}
+
+
+def _named(task) -> str:
+    """What a telepathy prompt says the entity is: "I am thinking of a fruit. Try to guess ..." ->
+    "a fruit" (every shipped and UserRL prompt reads so)."""
+    return re.search(r"I am thinking of (.+?)[.!]?\s+Try to guess", task.prompt).group(1)
+
+
+def _category_mistakes(tasks) -> dict[str, str]:
+    """task id -> a reply of the default user that contradicts the prompt or pays for it: asked
+    about the category its prompt names, anything but a bare "Yes." that earns no reward and
+    reveals nothing; asked "Is it a fruit?" when its prompt names no fruit, anything but "No."."""
+    snap = snapshot()
+    wrong = {}
+    for task in tasks:
+        env = BENCH.make_env(task, snap, seed=0)
+        env.reset()
+        obs, reward, _, _, info = env.step(f"[action] Is it {_named(task)}?")
+        if (obs, reward, info["revealed_facts"], info["asked_question"]) != ("Yes.", 0.0, [], True):
+            wrong[task.id] = f"{_named(task)}: {obs!r}, reward {reward}, revealed {info['revealed_facts']}"
+        if "fruit" not in _named(task):
+            obs = env.step("[action] Is it a fruit?")[0]
+            if obs != "No.":
+                wrong[task.id] = f"{_named(task)}: a fruit? {obs!r}"
+    return wrong
+
+
+def test_the_telepathy_user_confirms_the_category_its_prompt_names_and_tells_nothing():
+    """Every shipped telepathy task (15 of them fruit). With the category fact dropped to keep it
+    out of what the prompt earns, the user answered "No." to its own prompt's category in all 132;
+    now the category is stated (Task.stated): confirmed, never revealed or paid."""
+    tasks = BENCH.load_tasks("train", ["telepathy"]) + BENCH.load_tasks("test", ["telepathy"])
+    assert sum(_named(t) == "a fruit" for t in tasks) == 15
+    assert _category_mistakes(tasks) == {}
+
+
+def test_the_userrl_telepathy_user_confirms_the_category_its_prompt_names_and_tells_nothing(benchdata):
+    """Every UserRL telepathy test task. Before, the file's category label was a hidden fact: the
+    user revealed it (and elicited_fact paid 0.2) in the 36 tasks whose prompt names it, and said
+    "No." in the 5 whose prompt names another ("a fruit" for the label "food")."""
+    tasks = BENCH.load_tasks("test", ["telepathy"], data_dir=benchdata)
+    assert sum("fruit" in _named(t) for t in tasks) == 3
+    assert _category_mistakes(tasks) == {}
+    kiwi = next(t for t in tasks if t.data["category"] == "food" and _named(t) == "a fruit")
+    env = make(kiwi)                                   # the label the prompt lacks stays hidden
+    assert env.step("[action] Is it food?")[4]["revealed_facts"] == ["label"]
