@@ -254,13 +254,15 @@ class KVEngine:
             scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale         # (b, Hkv, G, w)
             probs = torch.softmax(scores + mask.float(), dim=-1).to(v.dtype)      # mask (b,1,1,w)
             return torch.matmul(probs, v).reshape(b, 1, hq, d), None
-        group = hq // self.kv_heads
-        k = k.repeat_interleave(group, dim=1)                                    # (b, Hq, w, D)
-        v = v.repeat_interleave(group, dim=1)
+        # prefill: each KV head's G query heads as one longer query, so the cache is read once
+        # per KV head, never copied per query head (repeat_kv copied 3x 2.6 GB per prefill of 64
+        # slots at 1,792 columns: 54 ms on the H200 for 61 new tokens a slot)
+        g = hq // self.kv_heads
+        q = query.reshape(b, self.kv_heads, g * n, d)                            # (b, Hkv, G*n, D)
         out = torch.nn.functional.scaled_dot_product_attention(
-            query, k.to(query.dtype), v.to(query.dtype), attn_mask=mask.to(query.dtype),
-            scale=scale)                                                         # (b, Hq, n, D)
-        return out.transpose(1, 2), None
+            q, k.to(query.dtype), v.to(query.dtype),
+            attn_mask=mask.to(query.dtype).repeat(1, 1, g, 1), scale=scale)       # (b, Hkv, G*n, D)
+        return out.reshape(b, hq, n, d).transpose(1, 2), None
 
     def _mask(self, first: torch.Tensor, n: int, width: int) -> torch.Tensor:
         """Additive (b, 1, n, width): query i of row r, at position first[r] + i, sees columns
@@ -293,6 +295,8 @@ class KVEngine:
         (becomes active); prompts are run `prefill_chunk` query positions per forward."""
         dev = self.device
         rows = torch.tensor(slots, dtype=torch.long, device=dev)                 # (b,)
+        # all slots in order (a rollout's first turn): the cache is read as views, not gathered
+        read = None if slots == list(range(len(slots))) else rows
         lens = torch.tensor([len(s) for s in suffixes], dtype=torch.long)        # (b,)
         first = torch.tensor([len(self.held[s]) for s in slots], dtype=torch.long)
         self._ensure_length(int((first + lens).max()) + 1)
@@ -308,7 +312,7 @@ class KVEngine:
             pos = first_d[:, None] + torch.arange(c0, c1, device=dev)            # (b, c)
             width = self._width_for(int((first + c1).max()))
             cols = pos.clamp(max=self.length - 1)   # padding positions past the end: last column
-            with self._running(rows, cols, width), attention_kernels(self.device):
+            with self._running(read, cols, width), attention_kernels(self.device):
                 hidden = self._hidden(ids[:, c0:c1], pos, self._mask(first_d + c0, c1 - c0, width))
             here = (lens_d - 1 >= c0) & (lens_d - 1 < c1)                        # (b,) ends here
             idx = (lens_d - 1 - c0).clamp(0, c1 - c0 - 1)
