@@ -101,3 +101,85 @@ def load(folder: Path, names: list[str]) -> tuple[dict[str, dict], dict[str, Any
 def read_meta(folder: Path) -> dict[str, Any]:
     """state.json of one whole checkpoint folder (step, commit, algorithm, ...)."""
     return json.loads((folder / STATE).read_text())
+
+
+# ---- a run's checkpoints: what training/trainer.py saves and resumes from ------------------------
+def run_state(models, actor_opt, critic_opt) -> dict[str, Any]:
+    """What a run's checkpoint holds: name -> module or optimiser (no critic under grpo and
+    infopo, whose critic_opt is None)."""
+    parts = {"policy": models.policy, "actor_optim": actor_opt}
+    if critic_opt is not None:
+        parts.update({"critic": models.critic, "critic_optim": critic_opt})
+    return parts
+
+
+def whole_state(parts: dict[str, Any], dist) -> dict[str, dict] | None:
+    """The state dicts of `parts`, in the one-process format (same names, integer optimiser
+    ids). Under several processes they are gathered whole from every process (collective: every
+    rank calls this) and only rank 0 gets them; the others get None."""
+    from training import distributed as D
+
+    if not dist.active:
+        return {name: obj.state_dict() for name, obj in parts.items()}
+    tensors = {name: D.full_optim_state_dict(obj, dist) if name.endswith("_optim")
+               else D.full_state_dict(obj, dist) for name, obj in parts.items()}
+    return tensors if dist.is_main else None
+
+
+def save_run(files, step: int, tensors: dict[str, dict], meta: dict[str, Any], *, keep: int,
+             reason: str) -> Path | None:
+    """Save checkpoint `step` of a run and record it in events.jsonl; a failure to write (a full
+    disk: torch.save reports it as a RuntimeError) is said on stderr and in events.jsonl, and the
+    run trains on: `save` removed its temporary folder, so the previous whole checkpoint is still
+    the one a resume uses (tests/faults/test_fault_disk_data.py fills the disk)."""
+    import sys
+
+    try:
+        folder = save(files.checkpoints, step, tensors, meta, keep=keep)
+    except (OSError, RuntimeError) as exc:
+        prev = latest(files.checkpoints)
+        usable = prev.name if prev is not None else None
+        free_mb = shutil.disk_usage(files.checkpoints).free / 2**20
+        error = f"{exc}; {free_mb:.0f} MB free on the checkpoint disk"
+        print(f"trainer: checkpoint step-{step:06d} could not be written ({error}); "
+              + (f"{usable} is still usable." if usable else "no earlier checkpoint exists."),
+              file=sys.stderr, flush=True)
+        try:
+            files.event("checkpoint_failed", step=step, error=error, usable=usable, reason=reason)
+        except OSError:
+            pass                  # the disk is full for events.jsonl too: stderr said it
+        return None
+    files.event("checkpoint", step=step, path=str(folder.relative_to(files.dir)), reason=reason)
+    return folder
+
+
+def read_for_resume(root: Path, algorithm: str, with_critic: bool
+                    ) -> tuple[dict, dict, dict] | None:
+    """(state dicts, meta, RNG state) of the newest whole checkpoint under `root`, or None; a
+    checkpoint of another algorithm is refused in one sentence (checkpoints from before
+    algorithm.name existed are all PPO's)."""
+    from training.config import ConfigError
+
+    folder = latest(root)
+    if folder is None:
+        return None
+    was = read_meta(folder).get("algorithm", "ppo")
+    if was != algorithm:
+        raise ConfigError(f"{folder.name} was trained with algorithm {was} but config.json "
+                          f"says {algorithm}: resume with {was}, or start a new run.")
+    names = ["policy", "actor_optim"] + (["critic", "critic_optim"] if with_critic else [])
+    return load(folder, names)
+
+
+def restore_optimizers(optimizers: dict[str, Any], tensors: dict[str, dict], dist) -> None:
+    """Load each optimiser's saved state (None: an optimiser the run does not have); under
+    FSDP each whole state tensor is split like its parameter."""
+    from training import distributed as D
+
+    for name, opt in optimizers.items():
+        if opt is None:
+            continue
+        if dist.active:
+            D.load_full_optim_state_dict(opt, tensors[name], dist)
+        else:
+            opt.load_state_dict(tensors[name])

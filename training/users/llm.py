@@ -195,3 +195,35 @@ def training_users(default: Any | None, specs: dict[str, dict[str, Any]], *, ref
             raise LLMUserConfigError(f"rollout.user_llms.{name}: kind {kind!r} is not one of "
                                      f"reference, local, http.")
     return LLMRouter(backends) if backends else None
+
+
+def run_users(cfg, models) -> LLMRouter | None:
+    """The LLM arm of a training run, from its config: None (symbolic arm only), the frozen
+    reference model answering as the user (rollout.user_llm "reference": batched across
+    episodes through its KV engine; sharing the reference spares the CPU demo a third model in
+    memory) and the named users of rollout.user_llms (another local model, an OpenAI-compatible
+    server), routed by the workspace's user.<gym>.llm."""
+    specs = dict(cfg.rollout.user_llms)
+    if cfg.rollout.user_llm == "none" and not specs:
+        return None
+    built: list = []
+
+    def reference():
+        if built:
+            return built[0]
+        from training.policy import load_tokenizer
+
+        model = models.reference
+        if model is None:        # LoRA: the policy's base is not frozen on its own; load one
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained(models.path).eval()
+            model.requires_grad_(False).to(models.device)
+        built.append(LocalLLMUser(model, load_tokenizer(models.path),
+                                  max_new_tokens=cfg.rollout.user_response_length,
+                                  seed=cfg.trainer.seed))
+        return built[0]
+
+    return training_users(reference() if cfg.rollout.user_llm == "reference" else None,
+                          specs, reference=reference, device=str(models.device),
+                          max_new_tokens=cfg.rollout.user_response_length,
+                          seed=cfg.trainer.seed)
