@@ -20,7 +20,9 @@ TIMEOUT_S = 30.0
 
 
 def replay(bench: str, rules: dict, user_knobs: dict, episodes: list[dict]) -> dict:
-    """In the parent: run the child; returns {"errors": [...], "turns": n, "fired": {rule: n}}."""
+    """In the parent: run the child; returns {"errors": [...], "turns": n, "fired": {rule: n},
+    "disclosed": {gym: n}} (n: the distinct facts disclosed per episode, summed over the gym's
+    episodes: what orchestrator.replay compares under two sets of user knobs)."""
     payload = json.dumps({"bench": bench, "rules": rules, "user_knobs": user_knobs, "episodes": episodes})
     try:
         proc = subprocess.run([sys.executable, "-m", "orchestrator.rule_replay"], input=payload,
@@ -42,7 +44,7 @@ def _act(text: str) -> tuple[str, str]:
     return "message", stripped
 
 
-def _replay_episode(user, task, knobs: dict, episode: dict, fired: dict) -> list[str]:
+def _replay_episode(user, task, knobs: dict, episode: dict, fired: dict) -> tuple[list[str], int]:
     from training.benches.base import UserState
 
     errors, history, revealed, questions = [], [], {}, 0
@@ -61,7 +63,7 @@ def _replay_episode(user, task, knobs: dict, episode: dict, fired: dict) -> list
         for fid in reply.revealed_facts:
             revealed[fid] = revealed.get(fid, 0) + 1
         history += [{"role": "agent", "content": message}, {"role": "user", "content": reply.text}]
-    return errors
+    return errors, len(revealed)
 
 
 def _child() -> int:
@@ -72,15 +74,17 @@ def _child() -> int:
     tasks = {t.id: t for t in get_bench(job["bench"]).load_tasks("train")}
     kinds = set().union(*(t.fact_kinds() for t in tasks.values())) if tasks else set()
     user = SymbolicUser(compile_rules(job["rules"], kinds))
-    errors, fired, turns = [], {}, 0
+    errors, fired, turns, disclosed = [], {}, 0, {}
     for ep in job["episodes"]:
         task = tasks.get(ep.get("task_id"))
         if task is None:
             continue
         knobs = job["user_knobs"].get(task.gym, {})
-        errors += _replay_episode(user, task, knobs, ep, fired)
+        errs, n = _replay_episode(user, task, knobs, ep, fired)
+        errors += errs
+        disclosed[task.gym] = disclosed.get(task.gym, 0) + n
         turns += len(ep.get("turns") or [])
-    print(json.dumps({"errors": errors[:5], "turns": turns, "fired": fired}))
+    print(json.dumps({"errors": errors[:5], "turns": turns, "fired": fired, "disclosed": disclosed}))
     return 0
 
 
