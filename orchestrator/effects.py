@@ -51,6 +51,30 @@ def ledger_read(exp_dir: Path | str, type_: str | None = None) -> list[dict[str,
     return [r for r in rows if type_ is None or r.get("type") == type_]
 
 
+def reverted_commits(workspace: Path | str) -> set[str]:
+    """Commits a later commit on main names in a `Reverts:` line (the built-in agent's reverts
+    of what harmed or had no effect)."""
+    from orchestrator import gitops
+
+    log = gitops.git(workspace, "log", "--format=%B", check=False)
+    return {m.group(1) for m in re.finditer(r"^Reverts: ([0-9a-f]{7,40})", log, re.M)}
+
+
+def open_effects(exp_dir: Path | str, workspace: Path | str | None = None) -> list[dict[str, Any]]:
+    """The ledger's effect lines whose commit no revert has taken back yet (workspace: the
+    experiment's own, runs/NAME/workspace or the path in workspace.link, when not given)."""
+    if workspace is None:
+        link = Path(exp_dir) / "workspace.link"
+        workspace = Path(link.read_text().strip()) if link.exists() else Path(exp_dir) / "workspace"
+    from orchestrator.workspace import GitError
+
+    try:
+        done = reverted_commits(workspace)
+    except (GitError, OSError):      # no workspace to read: nothing is known to be reverted
+        done = set()
+    return [e for e in ledger_read(exp_dir, "effect") if e.get("commit") not in done]
+
+
 # ------------------------------------------------------------------- the measurement
 
 @dataclass

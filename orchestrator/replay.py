@@ -108,15 +108,18 @@ def module_pay(source: str, episodes: list[dict[str, Any]]) -> tuple[dict[str, P
 
 
 def user_disclosures(bench: str, rules: dict[str, Any], user_knobs: dict[str, Any],
-                     episodes: list[dict[str, Any]]) -> dict[str, int] | None:
-    """gym -> facts the symbolic user would disclose on the recorded agent turns under these user
-    knobs ({gym: knobs}); None when the replay is unavailable (the bench's tasks cannot load)."""
+                     episodes: list[dict[str, Any]], measure: str = "disclosed") -> dict[str, int] | None:
+    """gym -> what the symbolic user would disclose on the recorded agent turns under these user
+    knobs ({gym: knobs}): `disclosed`, the distinct facts per episode, or `known`, the facts known
+    after each turn (so a fact disclosed sooner counts more), summed over the gym's episodes.
+    Gyms none of whose episodes has a task the bench loads are absent; None when the replay is
+    unavailable (the bench cannot load its tasks)."""
     from orchestrator.rule_replay import replay
 
     result = replay(bench, rules, user_knobs, episodes)
     if result.get("skipped") or result.get("errors"):
         return None
-    return {str(g): int(n) for g, n in (result.get("disclosed") or {}).items()}
+    return {str(g): int(n) for g, n in (result.get(measure) or {}).items()}
 
 
 def load_rules(workspace: Path | str, bench: str) -> dict[str, Any] | None:
