@@ -230,4 +230,53 @@ def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | s
         ledger_append(exp_dir, effect.ledger_line())
         done.add((commit, run_dir.name))
         new.append(effect)
+    if final:
+        for effect in never_applied(exp_dir, run_dir, workspace, metrics, gyms, window, done):
+            ledger_append(exp_dir, effect.ledger_line())
+            new.append(effect)
     return new
+
+
+def never_applied(exp_dir: Path, run_dir: Path, workspace: Path | str,
+                  metrics: list[dict[str, Any]], gyms: list[str], window: int,
+                  done: set[tuple[Any, str]]) -> list[Effect]:
+    """"unmeasured" effects, with the reason, for the commits the gate accepted while this run
+    trained that the trainer never applied on their own: the run ended first (the CPU demo's
+    step-8 commit once showed "-" in `orchestrator log`), or a later commit that includes it was
+    applied in its place (two commits between two step boundaries)."""
+    from orchestrator import gitops
+
+    events = diagnostics.read_events(run_dir)
+    started = min((e.get("time", 0.0) for e in events if e.get("event") == "started"), default=None)
+    applied = [(e["commit"], int(e["step"])) for e in events if e.get("event") == "applied"
+               and e.get("commit")]
+    if started is None:
+        return []
+    last = int(metrics[-1]["step"]) if metrics else 0
+    out = []
+    for v in ledger_read(exp_dir, "verdict"):
+        commit = v.get("commit")
+        if v.get("verdict") != "accepted" or not commit or (commit, run_dir.name) in done \
+                or commit in {c for c, _ in applied} or float(v.get("ts") or 0.0) < started:
+            continue
+        later = [(c, s) for c, s in applied if _is_ancestor(workspace, commit, c)]
+        reason = (f"the trainer applied it together with {later[0][0][:10]} at step {later[0][1]}, "
+                  f"whose effect it shares" if later else
+                  f"{run_dir.name} ended at step {last} before the trainer applied it")
+        try:
+            msg = gitops.message(workspace, commit)
+            parents = gitops.git(workspace, "rev-list", "--parents", "-n1", commit).split()[1:]
+            old = gitops.knobs_at(workspace, parents[0]) if parents else {}
+            metric, direction = target_of(msg, diagnostics.knob_changes(old, gitops.knobs_at(workspace, commit)), gyms)
+        except gitops.GitError:
+            metric, direction = "reward/mean", "up"
+        out.append(Effect(commit, run_dir.name, later[0][1] if later else last, metric, direction,
+                          window, None, None, None, None, "unmeasured", reason))
+        done.add((commit, run_dir.name))
+    return out
+
+
+def _is_ancestor(workspace: Path | str, a: str, b: str) -> bool:
+    from orchestrator.workspace import Workspace
+
+    return Workspace(workspace).is_ancestor(a, b)
