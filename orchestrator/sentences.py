@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+# a sentence ends at ., ! or ? and a space, except in "e.g." and "i.e."
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+")
 # clause boundaries a sentence may be shortened at, latest first: "; ", ", ", ": ", " (", " - "
 _CLAUSE = re.compile(r";\s|,\s|:\s|\s\(|\s-\s|\s\u2014\s")
 
 
 def sentences(text: str) -> list[str]:
-    """`text` split after each sentence's end (., ! or ? and a space before a capital or digit)."""
+    """`text` split after each sentence's end (., ! or ? and a space; not "e.g." or "i.e.")."""
     return [s for s in _SENTENCE_END.split(" ".join(str(text).split())) if s]
 
 

@@ -31,6 +31,7 @@ from orchestrator.commands.common import add_experiment_args, experiment_arg, on
 from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
 from orchestrator.paths import runs_dir
+from orchestrator.sentences import fit
 from orchestrator.supervisor import pid_alive
 
 MAIN_METRICS = ("reward/mean", "score/mean", "episode/turns", "episode/invalid_rate",
@@ -238,13 +239,13 @@ class LiveView:
             commits = ", ".join(c[:8] for c in s.get("commits") or []) or "no commits"
             out.append(f"session {s.get('session_id', '?')} ({s.get('agent', '?')}) "
                        f"{s.get('status', '?')} after {s.get('duration_s') or 0:.0f} s: {commits}"
-                       f"{'; ' + str(s['reason'])[:120] if s.get('reason') else ''}")
+                       f"{'; ' + ledger.session_reason(s, 160) if s.get('reason') else ''}")
         for v in records["verdict"][self.seen["verdict"]:]:
             who = v.get("agent") or str(v.get("author", "?")).split(" <")[0]
             changes = ", ".join(f"{k['path']} {k['old']} -> {k['new']}" for k in v.get("knob_changes") or [])
-            reasons = "; ".join(v.get("reasons") or [])
+            reasons = fit(" ".join(v.get("reasons") or []), 200, more="(all of them: orchestrator log)")
             out.append(f"gate {v.get('verdict', '?')} {str(v.get('commit', ''))[:8]} by {who}"
-                       f"{': ' + changes if changes else ''}{' (' + reasons[:160] + ')' if reasons else ''}")
+                       f"{': ' + changes if changes else ''}{' (' + reasons + ')' if reasons else ''}")
         self.seen = {t: len(recs) for t, recs in records.items()}
         return out
 
@@ -280,7 +281,7 @@ def _sessions_table(exp_dir: Path, last: int) -> Table:
         t.add_row(s.get("session_id", "?"), s.get("agent", "?"), s.get("status", "?"),
                   ", ".join(c[:8] for c in s.get("commits") or []) or "-",
                   "-" if cost is None else f"{cost:.4f}", f"{s.get('duration_s', 0):.0f}",
-                  (s.get("reason") or "")[:70])
+                  ledger.session_reason(s, 160))
     return t
 
 
