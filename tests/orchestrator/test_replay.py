@@ -54,3 +54,22 @@ def test_the_symbolic_user_discloses_more_with_more_facts_per_reply():
     assert (one, two) == ({"tau": 1}, {"tau": 2})
     # an episode whose task the bench does not have is not replayed at all (not "0 disclosed")
     assert replay.user_disclosures("usergym", rules, knobs, [ep("tau", [turn("[action] hi?")], task="nope")]) == {}
+
+
+def test_the_skill_names_the_findings_and_its_replay_script_runs(tmp_path):
+    """What the built-in agent acts on, an LLM session reads in the skill and can run by hand."""
+    import subprocess
+
+    text = (ROOT / "skills" / "eau" / "SKILL.md").read_text()
+    for kind in ("missing_step", "early_answer", "restated_prompt", "idle_module", "reward_hack",
+                 "no_effect", "first_steps", "replay.py"):
+        assert kind in text, kind
+    from episodes import write_steps
+    write_steps(tmp_path / "run-001", {1: [travel_blind(), function_guess()], 2: [travel_blind()]})
+    module = tmp_path / "progress.py"
+    module.write_text(PROGRESS)
+    out = subprocess.run([sys.executable, str(ROOT / "skills" / "eau" / "scripts" / "replay.py"),
+                          str(tmp_path / "run-001"), "--module", str(module)],
+                         capture_output=True, text=True, check=True).stdout
+    got = json.loads(out)["module"]
+    assert (got["travel"]["paid_turns"], got["function"]["pays"]) == (2, False)
