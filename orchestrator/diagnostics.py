@@ -20,6 +20,7 @@ from typing import Any
 
 from orchestrator import progress_findings as progress
 from orchestrator.finding import Finding
+from orchestrator.sentences import quote
 from training.novelty import repeated_marks
 
 # Thresholds: fractions of the recent episodes or steps that make a finding.
@@ -281,7 +282,7 @@ def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
                     "examples": [{"agent": (t.get("agent") or "")[:160],
                                   "env": (t.get("user") or "")[:120]} for t in bad[:2]]}
         if rate >= INVALID_FRAC:
-            eg = "; ".join(repr(e["agent"][:70]) for e in evidence["examples"])
+            eg = " and ".join(quote(e["agent"], 72) for e in evidence["examples"])
             out.append(Finding("invalid_actions", gym,
                                f"{rate:.0%} of recent {gym} agent turns ({len(bad)} of {len(turns)}) "
                                f"were refused for their format, with {evidence['demonstrations']} "
@@ -309,7 +310,7 @@ def find_loops(episodes: list[dict[str, Any]]) -> list[Finding]:
         rep = [t for t, r in marks if r]
         rate = len(rep) / len(marks)
         if rate >= LOOP_FRAC:
-            eg = "; ".join(repr((t.get("agent") or "")[:70]) for t in rep[:2])
+            eg = " and ".join(quote(t.get("agent"), 72) for t in rep[:2])
             out.append(Finding("loop", gym,
                                f"{rate:.0%} of recent {gym} agent turns ({len(rep)} of {len(marks)}) "
                                f"repeat an earlier turn of their episode; e.g. {eg}.",
@@ -336,7 +337,7 @@ def _pooled_invalid(episodes: list[dict[str, Any]]) -> list[Finding]:
     if rate < INVALID_FRAC:
         return []
     shown = max((int(ep.get("demonstrations") or 0) for ep in episodes), default=0)
-    eg = "; ".join(repr((t.get("agent") or "")[:70]) for t in bad_all[:2])
+    eg = " and ".join(quote(t.get("agent"), 72) for t in bad_all[:2])
     return [Finding("invalid_actions", None,
                     f"{rate:.0%} of recent agent turns ({len(bad_all)} of {len(turns_all)}, "
                     f"{len(by_gym)} gyms) were refused for their format, with {shown} "

@@ -42,12 +42,16 @@ TAU2 = ("retail", "airline", "telecom")
 NEEDED: dict[str, tuple[str, ...]] = {
     "travel": ("search",), "function": ("probe", "search"), "tau": ("identify", "lookup"),
     "colbench": ("submit",), "retail": ("read",), "airline": ("read",), "telecom": ("read",)}
-# each step in words a finding or a commit message can quote
+# each step in words a finding or a commit message can quote: "never used WHAT", "first NOUN"
 WHAT: dict[str, str] = {
     "search": "[search]", "probe": "a probe ([action] and four integers)",
     "identify": "find_user_id_by_name_zip", "lookup": "get_user_details or get_order_details",
     "submit": "I WANT TO ANSWER:", "read": "a read tool call", "disclosed": "a disclosed fact",
     "ask": "a question", "answer": "an answer", "write": "a write tool call"}
+NOUN: dict[str, str] = {
+    "search": "[search]", "probe": "probe", "identify": "find_user_id_by_name_zip call",
+    "lookup": "lookup", "submit": "I WANT TO ANSWER:", "read": "read tool call",
+    "disclosed": "disclosed fact", "ask": "question", "answer": "answer", "write": "write call"}
 _FOUR_INTS = re.compile(r"^\s*-?\d+(?:[\s,]+-?\d+){3}\s*$")
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 

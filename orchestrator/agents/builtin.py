@@ -343,7 +343,7 @@ class Planner:
             return None
         if not by_agent or re.search(r"^Reverts: ", msg, re.M):
             return None        # a person's change stays; a revert is not reverted back
-        act = self._revert(sha, f)
+        act = remedies.revert(self, sha, f)
         if act is not None:
             act.subject = f"Revert {sha[:10]}: no effect on {f.evidence.get('metric')}"
             act.expect = f"{f.evidence.get('metric')} stays within its noise floor."
@@ -394,42 +394,7 @@ class Planner:
                             files={"control.json": json.dumps(req, indent=2) + "\n"})
 
     def on_harm(self, f: Finding, run_dir: Path) -> Intervention | None:
-        return self._revert(f.evidence["commit"], f)
-
-    def _revert(self, sha: str, f: Finding) -> Intervention | None:
-        """The knob values and files `sha` changed, put back where they still read as it left
-        them, with a `Reverts:` line (the next sessions read it and do not redo the change)."""
-        try:
-            parents = gitops.git(self.ws, "rev-list", "--parents", "-n1", sha).split()[1:]
-            old = gitops.knobs_at(self.ws, parents[0]) if parents else {}
-            changed = diagnostics.knob_changes(old, gitops.knobs_at(self.ws, sha))
-        except gitops.GitError:
-            return None
-        writes = {k: a for k, (a, b) in changed.items() if a is not None and self.value(k) == b}
-        # a module the commit added is switched off (its file stays, unused)
-        writes |= {k: False for k, (a, b) in changed.items()
-                   if a is None and b is True and k.endswith(".enabled") and self.value(k) is True}
-        files = self._files_before(sha, parents[0]) if parents else {}
-        if not writes and not files:
-            return None
-        return Intervention(f"Revert {sha[:10]}: it harmed {f.evidence.get('metric')}",
-                            f.message, f"{f.evidence.get('metric')} back to its level before {sha[:10]}.",
-                            knobs=writes, files=files, reverts=sha)
-
-    def _files_before(self, sha: str, parent: str) -> dict[str, str]:
-        """The parent's text of each file (knobs.json aside) that `sha` modified and that still
-        reads as `sha` left it: a harmful guard on a reward module goes back with its commit."""
-        out = {}
-        try:
-            names = gitops.git(self.ws, "diff", "--name-only", "--diff-filter=M", parent, sha).split()
-            for rel in names:
-                if rel == "knobs.json" or not (self.ws / rel).exists():
-                    continue
-                if (self.ws / rel).read_text() == gitops.git(self.ws, "show", f"{sha}:{rel}"):
-                    out[rel] = gitops.git(self.ws, "show", f"{parent}:{rel}")
-        except (gitops.GitError, OSError, UnicodeDecodeError):
-            return {}
-        return out
+        return remedies.revert(self, f.evidence["commit"], f)
 
     def on_deadlock(self, f: Finding, run_dir: Path) -> Intervention | None:
         if f.evidence.get("at_rollout_cap"):
@@ -566,7 +531,7 @@ class Planner:
         env = self.value(f"env.{gym}") or {}
         names = sorted(env, key=lambda n: (n != "demonstrations", n == "max_steps"))
         paths = [f"env.{gym}.{names[0]}"] if names[:1] == ["demonstrations"] else []
-        paths += self._eased(gym) + [f"env.{gym}.{n}" for n in names if n != "demonstrations"]
+        paths += remedies.eased(self, gym) + [f"env.{gym}.{n}" for n in names if n != "demonstrations"]
         for path in paths:
             harder = diagnostics.knob_spec(self.schema, path).get("x-harder")
             if harder not in ("up", "down"):
@@ -578,28 +543,6 @@ class Planner:
                                     f"success/{gym} falls somewhat and then recovers; reward/mean stays.",
                                     knobs={path: new})
         return None
-
-    def _eased(self, gym: str) -> list[str]:
-        """The gym's user knobs that sit on the easier side of the experiment's first commit
-        (the seed): disclosure a curriculum step eased, to be taken back first."""
-        try:
-            root = gitops.git(self.ws, "rev-list", "--max-parents=0", "HEAD").split()[-1]
-            seed = gitops.knobs_at(self.ws, root)
-        except (gitops.GitError, IndexError):
-            return []
-        out = []
-        for name in ("facts_per_reply", "match_threshold"):
-            path = f"user.{gym}.{name}"
-            harder = diagnostics.knob_spec(self.schema, path).get("x-harder")
-            try:
-                was = diagnostics.get_path(seed, path)
-            except KeyError:
-                continue
-            now = self.value(path)
-            if isinstance(now, (int, float)) and isinstance(was, (int, float)) and \
-                    ((harder == "up" and now < was) or (harder == "down" and now > was)):
-                out.append(path)
-        return out
 
 
 def _busy_knobs(ctx: base.SessionContext) -> set[str]:
@@ -619,24 +562,6 @@ def _busy_knobs(ctx: base.SessionContext) -> set[str]:
             if parents:     # other files (rules, reward modules) count by path
                 busy |= set(gitops.git(ctx.workspace, "diff", "--name-only", parents[0], sha).split())
     return busy
-
-
-def _taken_back(ws: Path) -> tuple[set[tuple[str, str]], set[str]]:
-    """What reverts took back: ((knob, "old -> new") pairs, files) of every commit a `Reverts:`
-    line names, so no later session makes the same change again."""
-    pairs, files = set(), set()
-    for sha in effects.reverted_commits(ws):
-        try:
-            parents = gitops.git(ws, "rev-list", "--parents", "-n1", sha).split()[1:]
-            old = gitops.knobs_at(ws, parents[0]) if parents else {}
-            changed = diagnostics.knob_changes(old, gitops.knobs_at(ws, sha))
-            if parents:
-                files |= {p for p in gitops.git(ws, "diff", "--name-only", parents[0], sha).split()
-                          if p != "knobs.json"}
-        except gitops.GitError:
-            continue
-        pairs |= {(k, f"{a} -> {b}") for k, (a, b) in changed.items()}
-    return pairs, files
 
 
 def bench_gyms(bench: str, run_dir: Path) -> list[str]:
@@ -689,7 +614,7 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         log.append("generic meta-agent: no EAU skill, only " + ", ".join(sorted(GENERIC_KINDS)))
     log += [f"diagnosis: [{f.kind}/{f.gym}] {f.message}" for f in findings]
     knobs, schema = diagnostics.load_workspace_knobs(ws)
-    undone, undone_files = _taken_back(ws)
+    undone, undone_files = remedies.taken_back(ws)
     planner = Planner(knobs, schema, ws, bench_gyms(ctx.bench, ctx.run_dir),
                       experience.harmful_changes(ctx.experience_dir, ctx.bench) | undone,
                       _busy_knobs(ctx), avoid_files=undone_files, bench=ctx.bench,

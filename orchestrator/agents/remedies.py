@@ -12,7 +12,8 @@ Remedies, of the kinds the paper names (sections 4.2 and 4.3):
   match threshold) while a gym's success is 0 and its episodes run to the turn cap; judged by
   the facts known after each recorded turn, summed (a fact disclosed sooner counts more: three
   "why?" turns get three concerns either way, but two of them a turn sooner at two per reply);
-- taking back what did not help (a revert of a change measured "harmed" or "no effect").
+- taking back what did not help (a revert of a change measured "harmed" or "no effect"), and
+  help no longer needed once a gym's success passes 0.80 (eased disclosure goes back first).
 
 Nothing that cannot work (`vet`): an intervention that switches on or adds a reward module is
 replayed on the recent trajectories (orchestrator.replay) and dropped, with the reason in the
@@ -30,14 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import diagnostics, replay
+from orchestrator import diagnostics, effects, gitops, replay
+from orchestrator.finding import Finding
 from orchestrator.gate_context import GYM_BENCH
 from training import steps as S
 
 STEP_PAY = 0.1     # TravelGym pays 0.1 per preference elicited; a step is worth no more than that
 STEP_SOURCE = '''"""Step reward written by the built-in meta-agent: {pay} once per {gym} episode, at the turn
-that first takes the step "{step}" ({what}), which the gym's success needs and which most recent
-episodes never took before answering. The trainer marks each turn's `first_steps`
+that first takes the step "{step}" ({what}), which the gym's success needs (or, for
+"disclosed", which comes before any answer that is not a guess) and which most recent episodes
+never took before answering. The trainer marks each turn's `first_steps`
 (training/steps.py), so a step taken again earns nothing more. Judge it by score/{gym}, the
 environment's own score, which no module adds to."""
 
@@ -184,7 +187,7 @@ def step_reward(p, gym: str, step: str, why: str) -> Intervention | None:
         return None
     source = STEP_SOURCE.format(gym=gym, step=step, what=S.WHAT.get(step, step), pay=STEP_PAY)
     return Intervention(
-        f"Add step reward {name}: {STEP_PAY} at the first {S.WHAT.get(step, step)} of a {gym} episode",
+        f"Add step reward {name}: {STEP_PAY} at a {gym} episode's first {S.NOUN.get(step, step)}",
         f"{why} Paid once per episode at its first occurrence, the step earns more than skipping it "
         f"and cannot be farmed by repeating it.",
         f"score/{gym} rises.",
@@ -219,6 +222,87 @@ def ease_disclosure(p, gym: str, why: str) -> list[Intervention]:
             f"{why} Every recent {gym} episode ran to the turn limit without a success: the user "
             f"discloses too little for the policy to finish (curriculum, paper section 4.2).",
             f"score/{gym} rises.", knobs={path: new}))
+    return out
+
+
+# ----------------------------------------------------------------------------- taking back
+
+
+def revert(p, sha: str, f: Finding) -> Intervention | None:
+    """The knob values and files `sha` changed, put back where they still read as it left
+    them, with a `Reverts:` line (the next sessions read it and do not redo the change)."""
+    try:
+        parents = gitops.git(p.ws, "rev-list", "--parents", "-n1", sha).split()[1:]
+        old = gitops.knobs_at(p.ws, parents[0]) if parents else {}
+        changed = diagnostics.knob_changes(old, gitops.knobs_at(p.ws, sha))
+    except gitops.GitError:
+        return None
+    writes = {k: a for k, (a, b) in changed.items() if a is not None and p.value(k) == b}
+    # a module the commit added is switched off (its file stays, unused)
+    writes |= {k: False for k, (a, b) in changed.items()
+               if a is None and b is True and k.endswith(".enabled") and p.value(k) is True}
+    files = files_before(p.ws, sha, parents[0]) if parents else {}
+    if not writes and not files:
+        return None
+    return Intervention(f"Revert {sha[:10]}: it harmed {f.evidence.get('metric')}",
+                        f.message, f"{f.evidence.get('metric')} back to its level before {sha[:10]}.",
+                        knobs=writes, files=files, reverts=sha)
+
+
+def files_before(ws: Path, sha: str, parent: str) -> dict[str, str]:
+    """The parent's text of each file (knobs.json aside) that `sha` modified and that still
+    reads as `sha` left it: a harmful guard on a reward module goes back with its commit."""
+    out = {}
+    try:
+        names = gitops.git(ws, "diff", "--name-only", "--diff-filter=M", parent, sha).split()
+        for rel in names:
+            if rel == "knobs.json" or not (ws / rel).exists():
+                continue
+            if (ws / rel).read_text() == gitops.git(ws, "show", f"{sha}:{rel}"):
+                out[rel] = gitops.git(ws, "show", f"{parent}:{rel}")
+    except (gitops.GitError, OSError, UnicodeDecodeError):
+        return {}
+    return out
+
+
+def taken_back(ws: Path) -> tuple[set[tuple[str, str]], set[str]]:
+    """What reverts took back: ((knob, "old -> new") pairs, files) of every commit a `Reverts:`
+    line names, so no later session makes the same change again."""
+    pairs, files = set(), set()
+    for sha in effects.reverted_commits(ws):
+        try:
+            parents = gitops.git(ws, "rev-list", "--parents", "-n1", sha).split()[1:]
+            old = gitops.knobs_at(ws, parents[0]) if parents else {}
+            changed = diagnostics.knob_changes(old, gitops.knobs_at(ws, sha))
+            if parents:
+                files |= {p for p in gitops.git(ws, "diff", "--name-only", parents[0], sha).split()
+                          if p != "knobs.json"}
+        except gitops.GitError:
+            continue
+        pairs |= {(k, f"{a} -> {b}") for k, (a, b) in changed.items()}
+    return pairs, files
+
+
+def eased(p, gym: str) -> list[str]:
+    """The gym's user knobs that sit on the easier side of the experiment's first commit
+    (the seed): disclosure a curriculum step eased, to be taken back first."""
+    try:
+        root = gitops.git(p.ws, "rev-list", "--max-parents=0", "HEAD").split()[-1]
+        seed = gitops.knobs_at(p.ws, root)
+    except (gitops.GitError, IndexError):
+        return []
+    out = []
+    for name in ("facts_per_reply", "match_threshold"):
+        path = f"user.{gym}.{name}"
+        harder = diagnostics.knob_spec(p.schema, path).get("x-harder")
+        try:
+            was = diagnostics.get_path(seed, path)
+        except KeyError:
+            continue
+        now = p.value(path)
+        if isinstance(now, (int, float)) and isinstance(was, (int, float)) and \
+                ((harder == "up" and now < was) or (harder == "down" and now > was)):
+            out.append(path)
     return out
 
 

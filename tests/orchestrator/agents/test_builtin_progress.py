@@ -80,7 +80,7 @@ def test_a_step_some_episodes_take_is_rewarded_once_at_its_first_occurrence(tmp_
     assert res.status == base.OK, res.reason
     assert knobs(exp)["reward"]["modules"]["eau_step_travel_search"] == {"enabled": True, "weight": 1.0}
     msg = last_msg(exp)
-    assert msg.startswith("Add step reward eau_step_travel_search: 0.1 at the first [search] of a travel episode")
+    assert msg.startswith("Add step reward eau_step_travel_search: 0.1 at a travel episode's first [search]")
     assert "Before committing: replayed on the recent trajectories, eau_step_travel_search pays " \
            "1 of 12 recent travel turns (1 of 6 episodes)" in msg
     assert "Expect: score/travel rises." in msg
