@@ -250,14 +250,14 @@ def find_farmed_credit(episodes: list[dict[str, Any]]) -> list[Finding]:
     for name, m in sorted(by_module.items()):
         share = m["on_rep"] / m["total"] if m["total"] else 0.0
         per_step = {s: round(a / b, 3) for s, (a, b, _) in m["steps"].items() if b}
-        farmed_steps = [s for s, (a, b, n) in m["steps"].items()
-                        if b and a / b >= HACK_SHARE and n >= FARM_MIN_REPEATS]
+        farmed_steps = sorted(s for s, (a, b, n) in m["steps"].items()    # step None: a record
+                              if s is not None and b and a / b >= HACK_SHARE  # without its step
+                              and n >= FARM_MIN_REPEATS)
         if len(m["reps"]) < FARM_MIN_REPEATS or not (share >= HACK_SHARE or farmed_steps):
             continue
         gyms = ", ".join(f"{g} {n}" for g, n in sorted(m["gyms"].items()))
         quotes = [f"{quote(t.get('agent'))} ({v:.2g})" for t, v in m["reps"][:2]]
-        peak = f", {per_step[max(farmed_steps)]:.0%} at step {max(farmed_steps)}" \
-            if farmed_steps and max(farmed_steps) is not None else ""
+        peak = f", {per_step[farmed_steps[-1]]:.0%} at step {farmed_steps[-1]}" if farmed_steps else ""
         out.append(Finding(
             "reward_hack", next(iter(m["gyms"])) if len(m["gyms"]) == 1 else None,
             f"{share:.0%} of the credit reward module {name} paid recently ({m['on_rep']:.2f} of "
@@ -265,7 +265,7 @@ def find_farmed_credit(episodes: list[dict[str, Any]]) -> list[Finding]:
             f"turn of their episode ({gyms}): the policy farms it{_eg(quotes)}.",
             {"module": name, "share": round(share, 3), "paid_turns": m["paid"],
              "repeated_paid_turns": len(m["reps"]), "gyms": sorted(m["gyms"]),
-             "by_gym": m["gyms"], "steps": per_step, "farmed_steps": sorted(s for s in farmed_steps if s is not None),
+             "by_gym": m["gyms"], "steps": per_step, "farmed_steps": farmed_steps,
              "examples": quotes}))
     return out
 
