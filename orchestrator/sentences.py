@@ -17,8 +17,16 @@ _CLAUSE = re.compile(r";\s|,\s|:\s|\s\(|\s-\s|\s\u2014\s")
 
 
 def sentences(text: str) -> list[str]:
-    """`text` split after each sentence's end (., ! or ? and a space; not "e.g." or "i.e.")."""
-    return [s for s in _SENTENCE_END.split(" ".join(str(text).split())) if s]
+    """`text` split after each sentence's end (., ! or ? and a space; not "e.g." or "i.e."),
+    never inside a double-quoted span (a quoted agent turn has sentences of its own)."""
+    flat = " ".join(str(text).split())
+    out, start = [], 0
+    for m in _SENTENCE_END.finditer(flat):
+        if flat.count('"', start, m.start()) % 2 == 0:     # outside any quote
+            out.append(flat[start:m.start()])
+            start = m.end()
+    out.append(flat[start:])
+    return [x for x in out if x]
 
 
 def _clauses_fit(sentence: str, limit: int) -> str | None:
@@ -26,6 +34,8 @@ def _clauses_fit(sentence: str, limit: int) -> str | None:
     characters with a closing period; None when not even its first clause fits."""
     best = None
     for m in _CLAUSE.finditer(sentence):
+        if sentence.count('"', 0, m.start()) % 2:      # inside a quoted turn: not a clause of ours
+            continue
         head = sentence[:m.start()].rstrip(" ,;:(-\u2014")
         if len(head) + 1 <= limit:
             best = head
@@ -61,6 +71,8 @@ def _words_fit(text: str, limit: int) -> str:
         if len(out) + len(w) + 4 > limit:
             break
         out = f"{out} {w}".strip()
+    if out.count('"') % 2:                  # never leave a quote open: drop the quote begun
+        out = out[:out.rfind('"')].rstrip(" ,;:")
     return (out or words[0][:max(1, limit - 3)]) + "..."
 
 
