@@ -275,7 +275,7 @@ def _metrics_table(run_dir: Path) -> Table:
 def _sessions_table(exp_dir: Path, last: int) -> Table:
     t = Table(title="meta-agent sessions", show_header=True)
     for col in ("session", "agent", "status", "commits", "cost $", "s", "reason"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")      # rich's default ends a long word with "..."
     for s in ledger.read_lines(exp_dir, "session")[-last:]:
         cost = s.get("cost_usd")
         t.add_row(s.get("session_id", "?"), s.get("agent", "?"), s.get("status", "?"),
@@ -319,7 +319,7 @@ def cmd_status(args) -> int:
     effects = {e["commit"]: e for e in ledger.read_lines(exp.dir, "effect")}
     t = Table(title="recent interventions")
     for col in ("commit", "by", "verdict", "applied", "effect"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for v in ledger.read_lines(exp.dir, "verdict")[-6:]:
         a, e = applied.get(v["commit"]), effects.get(v["commit"])
         t.add_row(v["commit"][:10], v.get("agent") or v.get("author_kind") or "?", v.get("verdict", "?"),
