@@ -483,9 +483,11 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 # a farmed reward and repeated turns come before deadlocks, which they cause
                 # (looping episodes run to the turn limit)
                 + progress.find_farmed_credit(episodes) + find_loops(episodes)
-                + _progress_findings(episodes)
+                # a user disclosing hidden facts unasked corrupts every signal after it: it is
+                # repaired before the policy is coached through the steps it misses
+                + find_leaks(episodes, metrics, window) + _progress_findings(episodes)
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
-                + find_leaks(episodes, metrics, window) + find_collapse(episodes, metrics, window)
+                + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window)
                 + progress.find_idle_modules(episodes, module_sources(run_dir))
                 + [f for f in invalid if f.kind == "format_learned"])

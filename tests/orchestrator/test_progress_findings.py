@@ -98,3 +98,15 @@ def test_diagnose_reads_the_progress_findings_from_a_run_and_its_snapshot(tmp_pa
     (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward/mean": 0.1}) + "\n" for s in (1, 2)))
     kinds = [(f.kind, f.gym) for f in diagnostics.diagnose(run, window=2)]
     assert kinds.index(("reward_hack", "travel")) < kinds.index(("missing_step", "travel"))
+
+
+def test_a_leaking_user_comes_before_the_steps_the_policy_misses(tmp_path):
+    """Hidden facts disclosed unasked corrupt every signal: the user is repaired first."""
+    leaky = [colbench_chatting(i) for i in range(4)]
+    for e in leaky:
+        for t in e["turns"]:
+            t.update(leaked_facts=["f1"], revealed_facts=["f1"], rule_id="blurt")
+    run = tmp_path / "run-001"
+    write_steps(run, {1: leaky})
+    kinds = [(f.kind, f.gym) for f in diagnostics.diagnose(run, window=2)]
+    assert kinds.index(("leak", "colbench")) < kinds.index(("missing_step", "colbench"))
