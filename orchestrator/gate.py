@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from orchestrator import gate_checks as checks
+from orchestrator import gate_replay
 from orchestrator import ledger
 from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
@@ -96,10 +97,15 @@ def content_reasons(ws: Workspace, old: str, new: str, ctx: GateContext) -> tupl
 
 
 def message_reasons(ws: Workspace, old: str, new: str, message: str, agent: bool,
-                    files: dict | None = None) -> list[str]:
+                    files: dict | None = None, ctx: GateContext | None = None) -> list[str]:
+    """The checks that need the commit's message: its rationale lines, schema widening (a
+    person's only), and a reward module that cannot pay in the gym its Expect line names."""
     files = ws.changed_paths(old, new) if files is None else files
-    return checks.check_message(message) + checks.check_schema_widening(
+    reasons = checks.check_message(message) + checks.check_schema_widening(
         ws, old, new, files, is_human(message, agent))
+    if not reasons and ctx is not None:
+        reasons += gate_replay.check_expected_pay(ws, old, new, files, message, ctx)
+    return reasons
 
 
 def _verdict(info: CommitInfo, files, changes, reasons) -> Verdict:
@@ -121,7 +127,9 @@ def judge_commit(ws: Workspace, info: CommitInfo, live_tree: str, ctx: GateConte
                   f"a rejected commit); redo it on top of main.")
         return _verdict(info, ws.changed_paths(info.parent, info.sha), [], [reason]), None
     reasons, changes, files = content_reasons(ws, live_tree, candidate, ctx)
-    reasons += message_reasons(ws, live_tree, candidate, info.message, is_agent_author(info), files)
+    # a module's replay against its Expect line only for a commit every other check passed
+    reasons += message_reasons(ws, live_tree, candidate, info.message, is_agent_author(info), files,
+                               None if reasons else ctx)
     return _verdict(info, files, changes, reasons), candidate
 
 
@@ -412,7 +420,7 @@ def _hook(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
         ident = ws.run("var", "GIT_AUTHOR_IDENT")
         email = ident.split("<", 1)[-1].split(">", 1)[0]
         info = CommitInfo("", None, new_tree, message, ident.split("<")[0].strip(), email)
-        reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info))
+        reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info), ctx=ctx)
     if reasons:
         print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons], sep="\n", file=sys.stderr)
         return 1

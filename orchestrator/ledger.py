@@ -103,3 +103,13 @@ def effect_text(rec: dict[str, Any]) -> str:
     if rec.get("label") == "unmeasured" or not isinstance(delta, (int, float)):
         return f"{rec.get('metric')} {rec.get('label') or 'unmeasured'} ({rec.get('reason') or 'too few steps'})"
     return f"{rec.get('metric')} {delta:+.3g} ({rec.get('label')})"
+
+
+def session_reason(rec: dict[str, Any], limit: int) -> str:
+    """A session line's reason in at most about `limit` characters, as whole sentences
+    (orchestrator.sentences.fit), pointing to the session's record for the rest."""
+    from orchestrator.sentences import fit
+
+    reason = str(rec.get("reason") or "")
+    where = f"agents/{rec.get('session_id', '?')}/{'transcript.md' if rec.get('transcript') else 'result.json'}"
+    return fit(reason, limit, more=f"(the rest: {where})") if reason else ""

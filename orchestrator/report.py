@@ -14,6 +14,7 @@ import html
 import sys
 from pathlib import Path
 
+from orchestrator import ledger
 from orchestrator import report_plots as plots
 from orchestrator.report_data import (ExperimentData, TableRow, load_experiment, table_columns,
                                       table_rows)
@@ -115,7 +116,7 @@ def _sessions_table(exp: ExperimentData) -> str:
         f"<td class=l>{html.escape(str(r.get('agent', '')))}</td>"
         f"<td class=l>{html.escape(str(r.get('status', '')))}</td>"
         f"<td>{len(r.get('commits') or [])}</td>"
-        f"<td class=l>{html.escape(str(r.get('reason') or '')[:240])}</td></tr>" for r in rows)
+        f"<td class=l>{html.escape(ledger.session_reason(r, 400))}</td></tr>" for r in rows)
     return ("<table class=sessions><tr><th class=l>session</th><th class=l>agent</th>"
             f"<th class=l>ended</th><th>commits</th><th class=l>reason</th></tr>{body}</table>")
 

@@ -178,6 +178,8 @@ def join_interventions(ledger: list[dict[str, Any]],
             detail = f"{eff['metric']} {eff['delta']:+.3g}"
             if isinstance(eff.get("noise"), (int, float)):
                 detail += f" (noise {eff['noise']:.2g})"
+        elif eff.get("label") == "unmeasured":      # the whole reason, as `orchestrator log` shows it
+            detail = f"{eff.get('metric')}: {eff.get('reason') or 'the run ended first'}"
         out.append(Intervention(commit=commit, run=run, step=step, what=what or commit[:8],
                                 effect=str(eff.get("label") or ""), effect_detail=detail,
                                 knob_changes=changes))

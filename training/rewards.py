@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from training.sandbox import Limits, ModuleWorker, is_finite_number, run_calls
+from training.steps import mark_first_steps
 
 
 class RewardModuleError(ValueError):
@@ -136,8 +137,11 @@ def _call(module: RewardModule, func: str, arg: dict, stats: ScoreStats) -> floa
 def score_episode(episode: dict[str, Any], modules: list[RewardModule], knobs: dict[str, Any],
                   stats: ScoreStats) -> list[float]:
     """Final per-turn rewards of one episode (formula in the module docstring); also writes
-    turn["reward"] and turn["module_rewards"] in place."""
+    turn["reward"], turn["module_rewards"] and turn["first_steps"] in place. `first_steps` (the
+    steps a turn took first in its episode, training.steps) is written before any module runs, so
+    a module can pay a step once per episode, at the turn that first took it."""
     gym = episode["gym"]
+    mark_first_steps(episode)
     reward_knobs = knobs.get("reward", {})
     scale = float(reward_knobs.get("default_scale", 1.0)) * float(
         reward_knobs.get("per_gym_scale", {}).get(gym, 1.0))

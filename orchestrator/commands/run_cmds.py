@@ -31,6 +31,7 @@ from orchestrator.commands.common import add_experiment_args, experiment_arg, on
 from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
 from orchestrator.paths import runs_dir
+from orchestrator.sentences import fit
 from orchestrator.supervisor import pid_alive
 
 MAIN_METRICS = ("reward/mean", "score/mean", "episode/turns", "episode/invalid_rate",
@@ -238,13 +239,13 @@ class LiveView:
             commits = ", ".join(c[:8] for c in s.get("commits") or []) or "no commits"
             out.append(f"session {s.get('session_id', '?')} ({s.get('agent', '?')}) "
                        f"{s.get('status', '?')} after {s.get('duration_s') or 0:.0f} s: {commits}"
-                       f"{'; ' + str(s['reason'])[:120] if s.get('reason') else ''}")
+                       f"{'; ' + ledger.session_reason(s, 160) if s.get('reason') else ''}")
         for v in records["verdict"][self.seen["verdict"]:]:
             who = v.get("agent") or str(v.get("author", "?")).split(" <")[0]
             changes = ", ".join(f"{k['path']} {k['old']} -> {k['new']}" for k in v.get("knob_changes") or [])
-            reasons = "; ".join(v.get("reasons") or [])
+            reasons = fit(" ".join(v.get("reasons") or []), 200, more="(all of them: orchestrator log)")
             out.append(f"gate {v.get('verdict', '?')} {str(v.get('commit', ''))[:8]} by {who}"
-                       f"{': ' + changes if changes else ''}{' (' + reasons[:160] + ')' if reasons else ''}")
+                       f"{': ' + changes if changes else ''}{' (' + reasons + ')' if reasons else ''}")
         self.seen = {t: len(recs) for t, recs in records.items()}
         return out
 
@@ -274,13 +275,13 @@ def _metrics_table(run_dir: Path) -> Table:
 def _sessions_table(exp_dir: Path, last: int) -> Table:
     t = Table(title="meta-agent sessions", show_header=True)
     for col in ("session", "agent", "status", "commits", "cost $", "s", "reason"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")      # rich's default ends a long word with "..."
     for s in ledger.read_lines(exp_dir, "session")[-last:]:
         cost = s.get("cost_usd")
         t.add_row(s.get("session_id", "?"), s.get("agent", "?"), s.get("status", "?"),
                   ", ".join(c[:8] for c in s.get("commits") or []) or "-",
                   "-" if cost is None else f"{cost:.4f}", f"{s.get('duration_s', 0):.0f}",
-                  (s.get("reason") or "")[:70])
+                  ledger.session_reason(s, 160))
     return t
 
 
@@ -318,7 +319,7 @@ def cmd_status(args) -> int:
     effects = {e["commit"]: e for e in ledger.read_lines(exp.dir, "effect")}
     t = Table(title="recent interventions")
     for col in ("commit", "by", "verdict", "applied", "effect"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for v in ledger.read_lines(exp.dir, "verdict")[-6:]:
         a, e = applied.get(v["commit"]), effects.get(v["commit"])
         t.add_row(v["commit"][:10], v.get("agent") or v.get("author_kind") or "?", v.get("verdict", "?"),

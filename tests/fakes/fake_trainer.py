@@ -104,11 +104,18 @@ while step < total and not stop:
            "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit}
     with open(run / "metrics.jsonl", "a") as fh:
         fh.write(json.dumps(row) + "\n")
+    # deadlocked: the answer is written and refused (min_questions); else a question gets a fact
+    # disclosed and the answer after it is accepted
+    code = "I WANT TO ANSWER: def f(x): return x"
+
+    def turn(n, agent, answered, revealed=()):
+        return {"turn": n, "agent": agent, "user": "ok", "reward": 0.0, "revealed_facts": list(revealed),
+                "leaked_facts": [], "asked_question": True, "answered": answered, "rule_id": "r",
+                "tool_calls": []}
     eps = [{"gym": "colbench", "task_id": f"t{i}", "user_arm": "symbolic", "score": 0.0 if deadlock else 1.0,
             "success": not deadlock, "truncated": deadlock,
-            "turns": [{"turn": 1, "agent": f"[action] q{i}-{step}", "user": "ok", "reward": 0.0,
-                       "revealed_facts": [], "leaked_facts": [], "asked_question": True,
-                       "answered": not deadlock, "rule_id": "r", "tool_calls": []}]} for i in range(4)]
+            "turns": [turn(1, f"q{i}-{step}? {code}", False)] if deadlock else
+            [turn(1, f"q{i}-{step}?", False, ["f1"]), turn(2, code, True)]} for i in range(4)]
     (run / "trajectories").mkdir(exist_ok=True)
     (run / "trajectories" / f"step-{step:06d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
     (run / "heartbeat").touch()

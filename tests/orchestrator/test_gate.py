@@ -467,3 +467,53 @@ def test_user_llm_knob_names_a_user_the_run_defines(exp):
     knob_commit(ws, "user.travel.llm", "gpt-4o-mini")
     v = judge_one(exp)
     assert not v.accepted and "names LLM user 'gpt-4o-mini', which run-001's config does not define" in v.reasons[0]
+
+
+def _recent_function_turns(exp, n=4):
+    """n guessing function episodes (no disclosure) in the run's newest trajectories."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+    from episodes import function_guess, write_steps
+
+    write_steps(exp / "run-001", {3: [function_guess() for _ in range(n)],
+                                  4: [function_guess() for _ in range(n)]})
+
+
+def test_a_module_expected_to_move_a_gym_where_its_replay_pays_nothing_is_refused(exp):
+    """The CPU demo's step-8 commit: eau_progress (first disclosures) with Expect naming
+    score/function, while no recent function turn had a disclosure: refused, with the count."""
+    from orchestrator.agents.builtin import PROGRESS_SOURCE
+
+    ws = ws_of(exp)
+    _recent_function_turns(exp)
+    write(ws, {"rewards/eau_progress.py": PROGRESS_SOURCE.format(gyms=["function", "travel"])})
+    set_knob(ws, "reward.modules.eau_progress", {"enabled": True, "weight": 0.5})
+    commit(ws, "progress for function", "\n\nWhy: success 0.\nExpect: score/function rises.\n", AGENT)
+    v = judge_one(exp)
+    assert v.reasons == ["rewards/eau_progress.py: replayed on the 8 recent function turns it pays "
+                         "nothing, yet the Expect line names function: nothing it pays on happened "
+                         "there lately."]
+    assert_reverted(exp, v)
+    # the same module expected to move travel, which had no recent turns to say, is accepted
+    write(ws, {"rewards/eau_progress.py": PROGRESS_SOURCE.format(gyms=["function", "travel"])})
+    set_knob(ws, "reward.modules.eau_progress", {"enabled": True, "weight": 0.5})
+    commit(ws, "progress for travel", "\n\nWhy: success 0.\nExpect: score/travel rises.\n", AGENT)
+    assert judge_one(exp).accepted
+
+
+def test_the_builtin_agents_step_rewards_and_worked_examples_pass_the_gate(exp):
+    """A step reward and the invented worked examples (the TauGym one put first) are accepted."""
+    from orchestrator.agents.remedies import STEP_EXAMPLES, STEP_SOURCE
+
+    ws = ws_of(exp)
+    demos = json.loads((ws.path / "demonstrations/usergym.json").read_text())
+    demos["tau"].insert(0, STEP_EXAMPLES[("tau", "identify")])
+    demos["travel"].insert(0, STEP_EXAMPLES[("travel", "search")])
+    write(ws, {"demonstrations/usergym.json": json.dumps(demos, indent=2),
+               "rewards/eau_step_tau_identify.py": STEP_SOURCE.format(
+                   gym="tau", step="identify", what="find_user_id_by_name_zip", pay=0.1)})
+    set_knob(ws, "reward.modules.eau_step_tau_identify", {"enabled": True, "weight": 1.0})
+    commit(ws, "step reward and examples", identity=AGENT)
+    v = judge_one(exp)
+    assert v.accepted, v.reasons

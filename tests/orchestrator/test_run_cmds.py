@@ -244,3 +244,25 @@ def test_start_refuses_a_config_under_which_no_episode_can_succeed(tmp_path, cap
     assert json.loads((tmp_path / "tight" / "experiment.json").read_text())["runs"] == []
     assert not (tmp_path / "tight" / "run-001").exists()
     assert not list(tmp_path.rglob("trainer.pid"))
+
+
+def test_status_shows_a_long_session_reason_as_whole_sentences_and_words(tmp_path, capsys, monkeypatch):
+    """The CPU demo's sessions cut '... with 0 demonstration(s) sho' and 'eau_step_function_…':
+    a long reason keeps whole sentences and whole words, and points to the session's record."""
+    from orchestrator import ledger
+
+    exp_dir, _ = _experiment_with_a_run(tmp_path)
+    reason = ("no remedy for: 100% of recent function agent turns (12 of 12) were refused for their "
+              "format, with 0 demonstration(s) shown. Add step reward eau_step_function_probe at a "
+              "function episode's first probe. " + "More detail follows here. " * 6)
+    ledger.append_line(exp_dir, {"type": "session", "session_id": "s002", "agent": "builtin",
+                                 "status": "no_change", "reason": reason, "commits": [],
+                                 "transcript": "x", "duration_s": 1.0})
+    monkeypatch.setenv("COLUMNS", "400")      # one line per row: the reason reads as written
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "\u2026" not in out and "sho " not in out
+    # the first sentence fits the 160 characters and the second would not: it is left out whole
+    assert "with 0 demonstration(s) shown. (the rest: agents/s002/transcript.md)" in out
+    assert "eau_step_function" not in out
