@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrator import effects, experience, ledger
+from orchestrator import effects, experience, ledger, reward_guard
 from orchestrator.agents import base
 from orchestrator.errors import UserError
 from orchestrator.paths import project_root
@@ -211,6 +211,7 @@ class Loop:
         self.watcher = None
         self.last_session: base.SessionResult | None = None
         self.total_steps = 0
+        self.switched_off: dict[str, set[str]] = {}     # run -> reward modules tried (reward_guard)
 
     def start_run(self, run: Path, resume: bool) -> None:
         self.run = run
@@ -300,6 +301,11 @@ class Loop:
                                               "why": st.reason, "key": f"crash-{time.time()}"})
         if self.handle_control():
             return None
+        if st.state == "running" and not self.runner.running:
+            # never while a session runs: it may be editing knobs.json, and an LLM agent's
+            # session holds the gate until its commits carry their trailers
+            reward_guard.switch_off_failing(self.exp.dir, self.exp.ws, self.run, self.opts.window,
+                                            self.switched_off.setdefault(self.run.name, set()))
         if self.opts.agent != "none" and self.opts.control != "inter-run" and st.state == "running" \
                 and self.sched.due(st.step):
             self.submit_session(st.step)

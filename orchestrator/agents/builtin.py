@@ -168,6 +168,9 @@ class Planner:
             return (f"{f.message} Every such episode ends at the trainer's rollout.max_turns {cap} "
                     f"(config.json), which no workspace file moves: a new run with a larger "
                     f"--set rollout.max_turns is needed.")
+        if f.kind == "module_errors":
+            return (f"{f.message} The experiment switches the module off once half its calls "
+                    f"fail (orchestrator/reward_guard.py); its code is for a person to fix.")
         return f"{f.message} No remedy within the knobs' limits (or its knobs are still being measured)."
 
     # ---- invalid actions: help the policy find the format, and take the help back

@@ -32,10 +32,11 @@ from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
 from orchestrator.paths import runs_dir
 from orchestrator.supervisor import pid_alive
+from training.rewards import errors_text
 
-MAIN_METRICS = ("reward/mean", "score/mean", "episode/turns", "episode/invalid_rate",
-                "episode/repeat_rate", "episode/question_rate", "user/leak_rate",
-                "actor/entropy", "kl/ref", "perf/step_s")
+MAIN_METRICS = ("reward/mean", "reward/module_errors", "score/mean", "episode/turns",
+                "episode/invalid_rate", "episode/repeat_rate", "episode/question_rate",
+                "user/leak_rate", "actor/entropy", "kl/ref", "perf/step_s")
 
 
 def register(sub) -> None:
@@ -230,7 +231,7 @@ class LiveView:
                        f"success/mean {_num(m.get('success/mean'))}  "
                        f"refused {_num(m.get('episode/invalid_rate'), '.2f')}  "
                        f"step {_num(m.get('perf/step_s'), '.1f')} s  sessions {st['sessions']}"
-                       f"{' (one running)' if st['session_running'] else ''}")
+                       f"{' (one running)' if st['session_running'] else ''}{errors_text(m)}")
         records = {t: ledger.read_lines(self.exp_dir, t) for t in ("session", "verdict")}
         if self.seen is None:            # a continued experiment: its history is in `log`
             self.seen = {t: len(recs) for t, recs in records.items()}
@@ -311,6 +312,8 @@ def cmd_status(args) -> int:
     total = _total_steps(run_dir)
     console.print(f"run {cur['name']} ({cur['reason']}, {cur['state']}): step {step}/{total}")
     console.print(_metrics_table(run_dir))
+    for f in diagnostics.find_module_errors(metrics, diagnostics.read_episodes(run_dir), 10):
+        console.print(f"[bold red]warning:[/] {f.message}", highlight=False)
     live = exp.ws.rev("refs/eau/live")
     pending = [c for c in _main_commits_after(exp, live)]
     console.print(f"live commit {live[:10] if live else '-'}; commits waiting for the gate: {len(pending)}")
