@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrator import effects, experience, ledger, reward_guard
+from orchestrator import effects, experience, ledger, prune, reward_guard
 from orchestrator.agents import base
 from orchestrator.errors import UserError
 from orchestrator.paths import project_root
@@ -130,14 +130,17 @@ class Experiment:
         run.mkdir(parents=True)
         (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         if from_run and from_checkpoint:
+            # hard links: the copy costs no disk, and slimming the old run below unlinks only
+            # its own names (os.link: the run folders share one file system)
             shutil.copytree(self.run_dir(from_run) / "checkpoints" / from_checkpoint,
-                            run / "checkpoints" / from_checkpoint)
+                            run / "checkpoints" / from_checkpoint, copy_function=os.link)
         live = self.ws.rev(LIVE_REF) or self.ws.main()
         self.ws.tag(f"{name}-start", live)
         self.runs.append({"name": name, "reason": reason, "state": "created", "start_commit": live,
                           "from_run": from_run, "from_checkpoint": from_checkpoint,
                           "created": time.time()})
         self.save()
+        prune.slim_ended_runs(self.dir, self.meta)       # no earlier run is resumed again
         return run
 
     def config(self, opts: StartOptions) -> dict[str, Any]:
@@ -393,6 +396,7 @@ class Loop:
                 if final is not None:
                     break
                 time.sleep(self.opts.poll_s)
+            prune.slim_ended_runs(self.exp.dir, self.exp.meta)   # a finished run never resumes
         finally:
             base.kill_active()          # a session CLI must not outlive `start` (Ctrl-C, an error)
             if self.run is not None:

@@ -12,7 +12,8 @@ The critic's token embedding gets a gradient only on the rows of the tokens it h
 49,152 after the demo's 8 steps, so 212 MiB of its moments were zeros: an optimiser moment
 whose rows are mostly zero is stored as its other rows and their indices (`_pack`), and `load`
 rebuilds it bit for bit. The policy's embedding is tied to its output layer, whose gradient
-reaches every row, so its moments stay dense.
+reaches every row, so its moments stay dense. A checkpoint whose run ended may keep only its
+policy (orchestrator/prune.py); `load` refuses it for a resume.
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from training.config import ConfigError
 
 STATE = "state.json"
 
@@ -129,8 +132,15 @@ def latest(root: Path) -> Path | None:
 
 
 def load(folder: Path, names: list[str]) -> tuple[dict[str, dict], dict[str, Any], dict]:
-    """(state dicts by name, meta from state.json, RNG state) of one checkpoint folder."""
+    """(state dicts by name, meta from state.json, RNG state) of one checkpoint folder.
+
+    A checkpoint of a run that ended keeps only policy.pt (orchestrator/prune.py), which a resume
+    cannot use: refused in one sentence."""
     meta = read_meta(folder)
+    if meta.get("policy_only"):
+        raise ConfigError(f"{folder} keeps only the policy (its run ended, and the critic, "
+                          "optimiser and RNG states were removed): evaluate it with "
+                          "`orchestrator eval`, or start a new run.")
     tensors = {n: torch.load(folder / f"{n}.pt", map_location="cpu", weights_only=False)
                for n in names}
     tensors = {n: _map_optim_state(sd, _unpack) if n.endswith("_optim") else sd

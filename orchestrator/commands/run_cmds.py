@@ -25,7 +25,7 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from orchestrator import diagnostics, ledger
+from orchestrator import diagnostics, ledger, prune
 from orchestrator.agents import clis
 from orchestrator.commands.common import add_experiment_args, experiment_arg, only_experiment
 from orchestrator.errors import UserError
@@ -177,7 +177,8 @@ def cmd_start(args) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     Console().print(f"experiment {name}: {final} ({', '.join(r['name'] + ' ' + r['state'] for r in exp.runs)}); "
-                    f"see `orchestrator log {name}`.")
+                    f"{prune.disk_bytes(exp.dir) / 2**30:.2f} GiB on disk in {exp.dir}; "
+                    f"see `orchestrator log {name}`.", highlight=False)
     return 0 if final in ("finished", "stopped") else 1
 
 

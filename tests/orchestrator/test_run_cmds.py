@@ -37,6 +37,8 @@ def test_start_stop_status_through_the_cli(tmp_path):
     assert exp["runs"][0]["state"] == "stopped" and exp["state"] == "stopped"
     events = [json.loads(x)["event"] for x in (tmp_path / "cli" / "run-001" / "events.jsonl").read_text().splitlines()]
     assert events[-2:] == ["checkpoint", "finished"]
+    ckpts = list((tmp_path / "cli" / "run-001" / "checkpoints").glob("*/state.json"))
+    assert ckpts and not any(json.loads(p.read_text()).get("policy_only") for p in ckpts)  # resumable
     status = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "status"], env=env, capture_output=True, text=True)
     assert status.returncode == 0 and "run-001" in status.stdout and "colbench" in status.stdout
     assert "sessions: 0" in status.stdout

@@ -1,11 +1,13 @@
-"""Whole-or-nothing checkpoints (training/checkpoint.py): the newest kept, and optimiser moments
-of mostly zero rows stored small and loaded bit for bit."""
+"""Whole-or-nothing checkpoints (training/checkpoint.py): the newest kept, and a checkpoint that
+kept only its policy (its run ended: orchestrator/prune.py) refused for a resume in one sentence."""
 from __future__ import annotations
 
 import pytest
 import torch
 
+from orchestrator import prune
 from training import checkpoint
+from training.config import ConfigError
 
 
 def _save(root, step, keep=0):
@@ -18,6 +20,19 @@ def test_keep_leaves_the_newest_whole_checkpoints(tmp_path):
     for step in (1, 2, 3):
         _save(tmp_path, step, keep=2)           # trainer.keep_checkpoints, default 2
     assert [p.name for p in checkpoint.list_whole(tmp_path)] == ["step-000002", "step-000003"]
+
+
+def test_a_policy_only_checkpoint_is_refused_for_resume_in_one_sentence(tmp_path):
+    folder = _save(tmp_path, 5)
+    tensors, meta, _ = checkpoint.load(folder, ["policy", "actor_optim"])
+    assert meta["step"] == 5 and torch.equal(tensors["policy"]["w"], torch.full((4,), 5.0))
+    prune.slim(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["policy.pt", "state.json"]
+    with pytest.raises(ConfigError) as err:
+        checkpoint.load(folder, ["policy", "actor_optim"])
+    text = str(err.value)
+    assert text.startswith(f"{folder} keeps only the policy (its run ended") and text.count(". ") == 0
+    assert text.endswith("evaluate it with `orchestrator eval`, or start a new run.")
 
 
 def test_an_optimiser_moment_of_mostly_zero_rows_is_stored_small_and_loaded_bit_for_bit(tmp_path):
