@@ -46,7 +46,7 @@ def test_start_stop_status_through_the_cli(tmp_path):
 
 def test_agents_lists_why_an_adapter_is_unusable(capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the cache folder
     assert main(["agents"]) == 0
     out = capsys.readouterr().out
     assert "builtin" in out and "claude is not installed" in out and "codex is not installed" in out
@@ -141,7 +141,7 @@ def test_start_refuses_a_missing_agent_cli_before_the_trainer_with_require_agent
     from orchestrator.commands import run_cmds
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the cache folder
     monkeypatch.setattr(run_cmds, "run_experiment", lambda *a, **k: pytest.fail("the trainer started"))
     for agent, cli in (("claude-code", "claude"), ("codex", "codex")):
         assert main(["--runs-dir", str(tmp_path), "start", "--agent", agent, "--bench", "usergym",
@@ -159,10 +159,11 @@ def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, m
 
     def fake_run(name, opts, root, **kw):       # stands for the trainer starting
         seen["err"] = capsys.readouterr().err
-        return SimpleNamespace(runs=[{"name": "run-001", "state": "finished"}]), "finished"
+        return SimpleNamespace(runs=[{"name": "run-001", "state": "finished"}],
+                               dir=Path(root) / name), "finished"
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the cache folder
     monkeypatch.setattr(run_cmds, "run_experiment", fake_run)
     assert main(["--runs-dir", str(tmp_path), "start", "--agent", "claude-code", "--bench", "usergym",
                  "--exp", "x", "--no-live"]) == 0
