@@ -232,7 +232,7 @@ class Loop:
             run_dir=self.run, bench=self.exp.meta["bench"], skill_path=skill_path(self.opts.skill),
             time_limit_s=self.opts.session_time_s, budget_usd=self.opts.budget_usd,
             window=self.opts.window, command=self.opts.agent_cmd,
-            experience_dir=experience.pool_dir(), step=step)
+            experience_dir=experience.pool_dir(runs_root=self.exp.dir.parent), step=step)
 
     def submit_session(self, step: int = 0) -> None:
         from orchestrator import gate
