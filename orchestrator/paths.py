@@ -24,3 +24,11 @@ def exp_dir(name: str, override: str | None = None) -> Path:
 
 def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
+
+
+def cache_dir() -> Path:
+    """Caches of this machine, never in the project's source tree: $EAU_CACHE, else
+    $XDG_CACHE_HOME/eau, else ~/.cache/eau (where training/smollm2.py also builds the model)."""
+    if os.environ.get("EAU_CACHE"):
+        return Path(os.environ["EAU_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eau"
