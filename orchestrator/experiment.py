@@ -329,6 +329,8 @@ class Loop:
             return st.state
         if self.stop_event.is_set():
             self.sup.stop()
+            if self.on_tick:      # a step whose update was under way at SIGTERM ends before the
+                self.on_tick(self.status(self.sup.poll()))    # checkpoint: its line too
             self.runner.wait(self.opts.session_time_s + 30)
             self.close_run()
             self.exp.set_run_state(self.run.name, STOPPED, ended_step=last_step(self.run))

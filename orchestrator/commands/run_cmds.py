@@ -371,7 +371,15 @@ def cmd_stop(args) -> int:
     if pid_alive(trainer_pid):
         raise UserError(f"the trainer (pid {trainer_pid}) is still checkpointing after {args.wait:.0f} s: "
                         f"wait, or run `orchestrator stop` again.")
-    print(f"experiment {exp.dir.name} stopped after a checkpoint; `orchestrator start --exp {exp.dir.name}` resumes it.")
+    if run is None:
+        print(f"experiment {exp.dir.name} stopped before its first run.")
+        return 0
+    rows = diagnostics.read_metrics(exp.dir / run)
+    ckpts = prune.whole_checkpoints(exp.dir / run)
+    print(f"experiment {exp.dir.name} stopped after step {rows[-1]['step'] if rows else 0}/"
+          f"{_total_steps(exp.dir / run)} of {run} (checkpoint "
+          f"{ckpts[-1].name if ckpts else 'none'}); `orchestrator start --exp {exp.dir.name}` "
+          f"resumes it.")
     return 0
 
 

@@ -30,7 +30,8 @@ def test_start_stop_status_through_the_cli(tmp_path):
         time.sleep(0.2)
     out = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "stop", "cli"], env=env, capture_output=True,
                          text=True, timeout=60)
-    assert out.returncode == 0 and "stopped after a checkpoint" in out.stdout
+    assert out.returncode == 0 and "experiment cli stopped after step " in out.stdout
+    assert "(checkpoint step-" in out.stdout
     assert start.wait(timeout=60) == 0
     assert "run-001 stopped" in start.stdout.read()
     exp = json.loads((tmp_path / "cli" / "experiment.json").read_text())
@@ -42,6 +43,31 @@ def test_start_stop_status_through_the_cli(tmp_path):
     status = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "status"], env=env, capture_output=True, text=True)
     assert status.returncode == 0 and "run-001" in status.stdout and "colbench" in status.stdout
     assert "sessions: 0" in status.stdout
+
+
+def test_stop_prints_the_line_of_the_step_finished_while_stopping(tmp_path):
+    """SIGTERM during a step's update lets that step finish before the checkpoint: its line is
+    the last one `start` prints, and `stop` names it too (the log once ended at step 1/8 while
+    status said 2/8)."""
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "FAKE_TRAINER_STEP_S": "1.0",
+           "FAKE_TRAINER_WORK_FIRST": "1", "EAU_EXPERIENCE_DIR": str(tmp_path / "pool")}
+    start = subprocess.Popen(ORCH + ["--runs-dir", str(tmp_path), "start", "--agent", "none",
+                                     "--bench", "ColBench", "--preset", "cpu", "--steps", "500",
+                                     "--no-live", "--exp", "cli", "--trainer-module",
+                                     "fake_trainer"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    metrics = tmp_path / "cli" / "run-001" / "metrics.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    out = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "stop", "cli"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert start.wait(timeout=60) == 0
+    last = json.loads(metrics.read_text().splitlines()[-1])["step"]
+    steps = [line.split()[2] for line in start.stdout.read().splitlines()
+             if line.startswith("run-001 step ")]
+    assert steps[-1] == f"{last}/500", steps
+    assert f"stopped after step {last}/500" in out.stdout
 
 
 def test_agents_lists_why_an_adapter_is_unusable(capsys, monkeypatch):
