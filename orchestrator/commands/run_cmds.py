@@ -11,10 +11,12 @@ agents  which adapters are usable on this machine and why not
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -34,6 +36,9 @@ from orchestrator.paths import runs_dir
 from orchestrator.supervisor import pid_alive
 from training.rewards import errors_text
 
+# The README demo's steps (--preset cpu, SmolLM2-135M, 4 episodes a step): 19-42 s each on an
+# idle 2-core machine with native bf16
+CPU_DEMO_STEP = "20-45 s"
 MAIN_METRICS = ("reward/mean", "reward/module_errors", "score/mean", "episode/turns",
                 "episode/invalid_rate", "episode/repeat_rate", "episode/question_rate",
                 "user/leak_rate", "actor/entropy", "kl/ref", "perf/step_s")
@@ -113,8 +118,6 @@ def register(sub) -> None:
 
 def parse_sets(items: list[str], flag: str = "--set") -> dict:
     """`--set KEY=VALUE` items as dotted overrides; VALUE parsed as JSON where it can be."""
-    import json
-
     out = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -163,6 +166,7 @@ def cmd_start(args) -> int:
                             if args.data_dir else {})}, trainer=args.trainer_module,
                         seed_knobs=parse_sets(args.knob, flag="--knob"))
     _check_agent(args.agent, opts.agent_cmd, args.require_agent)
+    print(_opening_line(root / name), flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     # rich's Live draws nothing until the end when stdout is not a terminal (piped to tee, in
@@ -182,6 +186,20 @@ def cmd_start(args) -> int:
     return 0 if final in ("finished", "stopped") else 1
 
 
+def _opening_line(exp_dir: Path) -> str:
+    """What `start` does first: create the experiment, or continue it (the run it resumes)."""
+    if not (exp_dir / "experiment.json").exists():
+        return (f"experiment {exp_dir.name}: creating {exp_dir} (a git workspace seeded from "
+                f"the project's workspace/, with the gate's hooks), then its first run.")
+    exp = Experiment(exp_dir)
+    last = exp.runs[-1] if exp.runs else None
+    if last and last.get("state") not in prune.ENDED and prune.whole_checkpoints(exp_dir / last["name"]):
+        what = f"{last['name']} resumes from {prune.whole_checkpoints(exp_dir / last['name'])[-1].name}"
+    else:
+        what = "a run starts"
+    return f"experiment {exp_dir.name}: continuing in {exp_dir}; {what}."
+
+
 class LiveView:
     """Progress over steps, the latest metrics and the last sessions, refreshed every tick; or,
     not enabled, one flushed line per trainer step and one per session and gate verdict."""
@@ -194,6 +212,8 @@ class LiveView:
         self.live: Live | None = None
         self.printed: dict[str, int] = {}       # run -> last step printed
         self.seen: dict[str, int] | None = None  # ledger type -> records already printed
+        self.t0 = time.time()                    # a trainer's `started` after this is this start's
+        self.phase: dict[str, tuple[str, float]] = {}   # run -> (loading|stepping, since)
 
     def __enter__(self) -> "LiveView":
         if self.enabled:
@@ -208,14 +228,58 @@ class LiveView:
     def update(self, st: dict) -> None:
         run_dir = self.exp_dir / st["run"]
         if not self.enabled:
-            for line in self.plain_lines(st):
+            for line in self.startup_lines(st) + self.plain_lines(st):
                 print(line, flush=True)
             return
+        for line in self.startup_lines(st):
+            self.live.console.print(line, highlight=False)
         if self.task is None or self.progress.tasks[self.task].description != st["run"]:
             self.task = self.progress.add_task(st["run"], total=st["total_steps"])
         self.progress.update(self.task, completed=st["step"])
         self.live.update(Group(self.progress, _metrics_table(run_dir), _sessions_table(self.exp_dir, 4)))
 
+
+    def startup_lines(self, st: dict) -> list[str]:
+        """Until a run's first step line: the trainer loading the model and the tasks, then,
+        once it writes `started`, the step under way and its rough duration (the CPU demo's
+        first line came after a minute of silence)."""
+        run = st["run"]
+        run_dir = self.exp_dir / run
+        if run not in self.phase:
+            self.phase[run] = ("loading", time.time())
+            return [f"{run}: the trainer is loading the model and the bench's tasks "
+                    f"(its log: {run_dir / 'trainer.log'})"]
+        phase, since = self.phase[run]
+        started = [e for e in diagnostics.read_events(run_dir)
+                   if e.get("event") == "started" and e.get("time", 0) >= self.t0]
+        if phase != "loading" or not started:
+            return []
+        self.phase[run] = ("stepping", time.time())
+        step = int(started[-1].get("step") or 0) + 1
+        rows = diagnostics.read_metrics(run_dir)
+        if rows and rows[-1]["step"] >= step:         # its line is there already
+            return []
+        precision = started[-1].get("precision")
+        return [f"{run}: model loaded ({max(0.0, started[-1]['time'] - since):.0f} s"
+                f"{', ' + precision if precision else ''}); step {step}/{st['total_steps']} "
+                f"under way: {self.step_hint(run_dir)}"]
+
+    def step_hint(self, run_dir: Path) -> str:
+        """How long a step takes, roughly: as this experiment's steps took, or what a step of
+        this config does and what the CPU demo's took."""
+        took = [v for d in sorted(self.exp_dir.glob("run-*"))
+                for _, v in diagnostics.metric_series(diagnostics.read_metrics(d), "perf/step_s")]
+        if took:
+            return f"about {statistics.median(took):.0f} s, as this experiment's steps took"
+        try:
+            cfg = json.loads((run_dir / "config.json").read_text())
+            episodes = cfg["data"]["train_batch_size"] * cfg["rollout"]["n"]
+            turns, tokens = cfg["rollout"]["max_turns"], cfg["rollout"]["response_length"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return "its line comes when it ends"
+        return (f"{episodes} episodes of up to {turns} turns of {tokens} tokens, then the update "
+                f"({CPU_DEMO_STEP} a step for the CPU demo on an idle 2-core machine, "
+                f"seconds on a GPU)")
 
     def plain_lines(self, st: dict) -> list[str]:
         """The lines not printed yet: each new metrics row of the current run (only the latest
@@ -337,8 +401,6 @@ def cmd_status(args) -> int:
 
 
 def _total_steps(run_dir: Path) -> int:
-    import json
-
     try:
         return json.loads((run_dir / "config.json").read_text())["trainer"]["total_steps"]
     except (OSError, ValueError, KeyError):

@@ -41,7 +41,7 @@ signal.signal(signal.SIGTERM, on_term)
 
 def event(**ev):
     with open(run / "events.jsonl", "a") as fh:
-        fh.write(json.dumps(ev) + "\n")
+        fh.write(json.dumps({**ev, "time": time.time()}) + "\n")
 
 
 def live():
@@ -106,7 +106,8 @@ while step < total and not stop:
     row = {"step": step, "success/colbench": (0.0 if deadlock else 0.6) + wobble / 10,
            "reward/mean": (0.0 if deadlock else 0.6) + wobble / 10, "reward/colbench": 0.1,
            "actor/entropy": 1.0 + wobble, "actor/pg_loss": float("nan") if nan else 0.1 + wobble,
-           "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit}
+           "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit,
+           "perf/step_s": step_s}
     with open(run / "metrics.jsonl", "a") as fh:
         fh.write(json.dumps(row) + "\n")
     eps = [{"gym": "colbench", "task_id": f"t{i}", "user_arm": "symbolic", "score": 0.0 if deadlock else 1.0,

@@ -45,6 +45,33 @@ def test_start_stop_status_through_the_cli(tmp_path):
     assert "sessions: 0" in status.stdout
 
 
+def test_start_says_what_it_does_before_the_first_step_line(tmp_path):
+    """The experiment created, the model loading, then the step under way with what it does and
+    how long such a step took (the first minute of the demo printed nothing)."""
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "FAKE_TRAINER_STEP_S": "3",
+           "FAKE_TRAINER_WORK_FIRST": "1", "EAU_EXPERIENCE_DIR": str(tmp_path / "pool")}
+    argv = ORCH + ["--runs-dir", str(tmp_path), "start", "--agent", "none", "--bench", "ColBench",
+                   "--preset", "cpu", "--steps", "1", "--no-live", "--exp", "cli",
+                   "--trainer-module", "fake_trainer"]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == (f"experiment cli: creating {tmp_path / 'cli'} (a git workspace seeded from "
+                        "the project's workspace/, with the gate's hooks), then its first run.")
+    assert lines[1] == (f"run-001: the trainer is loading the model and the bench's tasks (its log: "
+                        f"{tmp_path / 'cli' / 'run-001' / 'trainer.log'})")
+    assert lines[2].startswith("run-001: model loaded (") and lines[2].endswith(
+        "); step 1/1 under way: 4 episodes of up to 6 turns of 128 tokens, then the update "
+        "(20-45 s a step for the CPU demo on an idle 2-core machine, seconds on a GPU)")
+    assert lines[3].startswith("run-001 step 1/1 ")
+    (tmp_path / "cli" / "run-001" / "checkpoints").mkdir(exist_ok=True)
+    again = subprocess.run(argv[:-5] + ["--steps", "2", "--no-live", "--exp", "cli",
+                                        "--trainer-module", "fake_trainer"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert again.stdout.splitlines()[0] == f"experiment cli: continuing in {tmp_path / 'cli'}; a run starts."
+    assert "step 1/2 under way: about 3 s, as this experiment's steps took" in again.stdout
+
+
 def test_stop_prints_the_line_of_the_step_finished_while_stopping(tmp_path):
     """SIGTERM during a step's update lets that step finish before the checkpoint: its line is
     the last one `start` prints, and `stop` names it too (the log once ended at step 1/8 while
@@ -221,6 +248,7 @@ def test_plain_view_prints_each_step_session_and_verdict_once(tmp_path, capsys):
                              "knob_changes": [{"path": "agent.entropy_coeff", "old": 0.001, "new": 0.003}]})
     view.update({**st, "step": 3, "sessions": 1})
     lines = capsys.readouterr().out.splitlines()
+    assert lines.pop(0).startswith("run-001: the trainer is loading the model")   # no `started` yet
     assert [ln.split("  ")[0] for ln in lines[:3]] == [f"run-001 step {s}/8" for s in (1, 2, 3)]
     assert "success/mean 0.250" in lines[0] and "step 81.5 s" in lines[0] and "(one running)" in lines[2]
     assert lines[3] == "session s001 (builtin) ok after 12 s: abcdef01"
