@@ -452,8 +452,7 @@ def _check_agent(agent: str, agent_cmd: list[str] | None, required: bool) -> Non
     if usable:
         return
     if required:
-        raise UserError(f"--agent {agent}: {why}; install it, or drop --require-agent to train "
-                        f"without it.")
+        raise UserError(f"--agent {agent}: {why}; or drop --require-agent to train without it.")
     print(f"orchestrator: warning: --agent {agent}: {why}; training goes on and each session ends "
           f"as unavailable (--require-agent refuses instead).", file=sys.stderr, flush=True)
 

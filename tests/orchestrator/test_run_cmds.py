@@ -228,6 +228,21 @@ def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, m
     assert seen["err"] == ""
 
 
+def test_an_installed_cli_without_login_is_told_to_log_in_not_to_install(tmp_path, monkeypatch,
+                                                                         capsys):
+    monkeypatch.setenv("PATH", f"{FAKES}:/usr/bin:/bin")          # a `claude` on PATH
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))           # never logged in
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    assert main(["--runs-dir", str(tmp_path), "start", "--agent", "claude-code", "--bench",
+                 "usergym", "--exp", "x", "--require-agent"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("orchestrator: --agent claude-code: claude has no credentials: set "
+                   "ANTHROPIC_API_KEY or run `claude /login`; or drop --require-agent to train "
+                   "without it.\n")
+
+
 def test_plain_view_prints_each_step_session_and_verdict_once(tmp_path, capsys):
     from orchestrator import ledger
     from orchestrator.commands.run_cmds import LiveView
