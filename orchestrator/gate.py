@@ -34,7 +34,7 @@ from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
 from orchestrator.supervisor import pid_alive
 from orchestrator.workspace import (JUDGED_REF, LIVE_REF, MAIN, CommitInfo, Workspace,
-                                    is_agent_author, parse_trailers)
+                                    author_kind, is_agent_author, parse_trailers)
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Verdict:
     commit: str
     parent: str | None
     author: str
-    author_kind: str                   # "agent" | "person"
+    author_kind: str                   # "agent" | "orchestrator" | "person"
     agent: str | None
     session: str | None
     files: list[str]                   # paths the commit changes (against the live tree)
@@ -105,7 +105,7 @@ def message_reasons(ws: Workspace, old: str, new: str, message: str, agent: bool
 def _verdict(info: CommitInfo, files, changes, reasons) -> Verdict:
     t = info.trailers()
     return Verdict(commit=info.sha, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
-                   author_kind="agent" if is_agent_author(info) else "person", agent=t.get("Eau-Agent"),
+                   author_kind=author_kind(info), agent=t.get("Eau-Agent"),
                    session=t.get("Eau-Session"), files=list(files), knob_changes=changes,
                    verdict="rejected" if reasons else "accepted", reasons=reasons, file_status=dict(files))
 

@@ -125,7 +125,8 @@ class Workspace:
         subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
         ws = cls(path)
         ws.run("add", "-A")
-        ws.run("commit", "-q", "--no-verify", "-m", message, env=identity_env(*GATE_IDENTITY))
+        ws.run("commit", "-q", "--no-verify", "-m", message,
+               env=identity_env(*ORCHESTRATOR_IDENTITY))
         return ws
 
     def install_hooks(self, scripts: dict[str, str], missing_only: bool = False) -> None:
@@ -365,6 +366,16 @@ class Workspace:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return dest
+
+
+def author_kind(info: CommitInfo) -> str:
+    """"agent", "orchestrator" (the gate's and the orchestrator's own commits: the seed, reverts,
+    switch-offs) or "person"."""
+    if is_agent_author(info):
+        return "agent"
+    if info.author_email in (GATE_IDENTITY[1], ORCHESTRATOR_IDENTITY[1]):
+        return "orchestrator"
+    return "person"
 
 
 def is_agent_author(info: CommitInfo) -> bool:

@@ -389,8 +389,8 @@ def cmd_status(args) -> int:
         t.add_column(col)
     for v in ledger.read_lines(exp.dir, "verdict")[-6:]:
         a, e = applied.get(v["commit"]), effects.get(v["commit"])
-        t.add_row(v["commit"][:10], v.get("agent") or v.get("author_kind") or "?", v.get("verdict", "?"),
-                  f"{a['run']} step {a['step']}" if a else "pending",
+        t.add_row(v["commit"][:10], ledger.author_text(v, short=True), v.get("verdict", "?"),
+                  ledger.applied_text(v, [f"{a['run']} step {a['step']}"] if a else [], runs),
                   ledger.effect_text(e) if e else "-")
     console.print(t)
     sessions = ledger.read_lines(exp.dir, "session")

@@ -186,8 +186,36 @@ def test_status_shows_an_unmeasured_effect_with_its_reason(tmp_path, capsys):
                                  "label": "unmeasured", "reason": "the run ended first"})
     capsys.readouterr()
     assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())    # cells may wrap
     assert "unmeasured" in out and "the run ended first" in out and "run-001 step 2" in out
+
+
+def test_the_seed_commit_shows_who_made_it_and_the_run_that_started_on_it(tmp_path, capsys):
+    """The seed is the orchestrator's, not a person's, and run-001 trained on it from its start:
+    not "EAU gate (person)" and "pending" (`status`) or "-" (`log`)."""
+    from gate_testkit import knob_commit, ws_of
+
+    from orchestrator.experiment import Experiment
+
+    exp_dir, sha = _experiment_with_a_run(tmp_path)
+    ws = ws_of(exp_dir)
+    seed = ws.first_parent_history()[-1]
+    exp = Experiment(exp_dir)
+    exp.runs[0]["start_commit"] = seed
+    exp.save()
+    later = knob_commit(ws, "agent.entropy_coeff", 0.004)             # accepted, not applied yet
+    bad = knob_commit(ws, "agent.entropy_coeff", 0.04)                # refused
+    main(["--runs-dir", str(tmp_path / "runs"), "gate", "e1"])
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in capsys.readouterr().out.splitlines() if line.count("│") == 6}
+    assert rows[seed[:10]][:3] == ["orchestrator", "accepted", "run-001 start"]
+    assert rows[sha[:10]][:3] == ["person", "accepted", "run-001 step 2"]
+    assert rows[later[:10]][2] == "pending" and rows[bad[:10]][1:3] == ["rejected", "-"]
+    assert main(["--runs-dir", str(tmp_path / "runs"), "log", "e1"]) == 0
+    seed_row = next(line for line in capsys.readouterr().out.splitlines() if seed[:10] in line)
+    assert "EAU orchestrator" in seed_row and "run-001 start" in seed_row and "person" not in seed_row
 
 
 def test_start_refuses_a_missing_agent_cli_before_the_trainer_with_require_agent(tmp_path, monkeypatch, capsys):
