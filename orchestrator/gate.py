@@ -23,6 +23,7 @@ import argparse
 import fcntl
 import json
 import os
+import shlex
 import sys
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -414,9 +415,18 @@ def _hook(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
         info = CommitInfo("", None, new_tree, message, ident.split("<")[0].strip(), email)
         reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info))
     if reasons:
-        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons], sep="\n", file=sys.stderr)
+        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons],
+              back_out_hint(list(ws.changed_paths(old_tree, new_tree))), sep="\n", file=sys.stderr)
         return 1
     return 0
+
+
+def back_out_hint(paths: list[str]) -> str:
+    """What a refused commit leaves and how to undo it: git stops the commit, not the edit, so
+    the change stays staged and in the files (README, "A commit of your own")."""
+    quoted = " ".join(shlex.quote(p) for p in paths) or "."
+    return (f"Nothing was committed and the change stays staged: fix it and commit again, or back "
+            f"out with `git restore --source=HEAD --staged --worktree -- {quoted}`.")
 
 
 def main(argv: list[str] | None = None) -> int:

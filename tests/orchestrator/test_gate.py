@@ -447,6 +447,29 @@ def test_post_commit_hook_judges_a_persons_commit_when_nothing_runs(exp):
     assert gate.judge_pending(exp) == []
 
 
+def test_a_hook_refusal_says_how_to_back_out_and_that_command_does(exp):
+    """git stops the refused commit, not the edit: the change stays staged and in the files.
+    The hook names the command that drops it, the README gives the same, and it works."""
+    import re
+
+    from orchestrator.paths import project_root
+
+    ws = ws_of(exp)
+    head = ws.main()
+    set_knob(ws, "env.travel.max_steps", 99)                        # over the schema's maximum
+    write(ws, {"rewards/notes.md": "a new file in the same commit\n"})
+    ws.run("add", "-A")
+    proc = _git_commit(ws, "-m", "far too many turns" + WHY)
+    assert proc.returncode != 0 and ws.main() == head
+    assert "EAU gate: commit refused:" in proc.stderr
+    command = re.search(r"back out with `([^`]+)`", proc.stderr).group(1)
+    assert command == "git restore --source=HEAD --staged --worktree -- knobs.json rewards/notes.md"
+    readme = (project_root() / "README.md").read_text()
+    assert "git restore --source=HEAD --staged --worktree -- FILE" in readme
+    subprocess.run(command, shell=True, cwd=ws.path, check=True)
+    assert ws.run("status", "--porcelain") == "" and knobs(ws)["env"]["travel"]["max_steps"] == 16
+
+
 def test_post_commit_hook_leaves_a_running_experiment_to_its_watcher(exp):
     meta = json.loads((exp / "experiment.json").read_text())
     (exp / "experiment.json").write_text(json.dumps({**meta, "state": "running", "pid": os.getpid()}))
