@@ -1,5 +1,7 @@
 """Where an experiment lives on disk (one place, so every command agrees).
 
+runs/_experience/           the experience pool (orchestrator/experience.py; no experiment name
+                            starts with "_")
 runs/NAME/                  an experiment
   workspace/                its git workspace (or a file `workspace.link` naming --workspace PATH)
   experiment.json           name, bench, runs so far, cap, state
