@@ -553,7 +553,7 @@ def find_module_errors(metrics: list[dict[str, Any]], episodes: list[dict[str, A
         where = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
         out.append(Finding("module_errors", None,
                            f"reward module {name} failed {rec['errors']} of its {rec['calls']} calls "
-                           f"in the last {window} steps ({where}), each scored 0"
+                           f"in the last {min(window, len(metrics))} steps ({where}), each scored 0"
                            + (f"; e.g. {example}" if example else "") + ".",
                            {"module": name, **rec, "example": example}))
     return out

@@ -87,7 +87,7 @@ def test_a_module_failing_after_its_first_calls_is_shown_then_switched_off(tmp_p
         assert lines[-1].startswith("run-001 step 3/8") and \
             lines[-1].endswith("  reward modules failed 8 of 16 calls (late 8 of 16)")
         assert main(["--runs-dir", str(exp.parent), "status", "e1"]) == 0
-        assert "warning: reward module late failed 8 of its 48 calls in the last 10 steps" in \
+        assert "warning: reward module late failed 8 of its 48 calls in the last 3 steps" in \
             " ".join(capsys.readouterr().out.split())
         assert main(["--runs-dir", str(exp.parent), "report", "e1"]) == 0
         page = (exp / "report" / "index.html").read_text()
