@@ -209,8 +209,6 @@ def read_for_resume(root: Path, algorithm: str, with_critic: bool
     """(state dicts, meta, RNG state) of the newest whole checkpoint under `root`, or None; a
     checkpoint of another algorithm is refused in one sentence (checkpoints from before
     algorithm.name existed are all PPO's)."""
-    from training.config import ConfigError
-
     folder = latest(root)
     if folder is None:
         return None
