@@ -468,6 +468,45 @@ def find_harm(effects: list[dict[str, Any]]) -> list[Finding]:
             for e in effects if e.get("label") == "harmed"]
 
 
+def module_failures(metrics: list[dict[str, Any]], window: int) -> dict[str, dict[str, Any]]:
+    """Reward modules with failed calls in the last `window` steps: name -> {errors, calls, steps
+    (those with a failure)}, from the trainer's `reward/module_errors/<name>` and
+    `reward/module_calls/<name>` (training.rewards). A failed call scores 0 and training goes on,
+    so these counts are the only trace of it in the metrics."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in metrics[-window:]:
+        for key, calls in row.items():
+            if not key.startswith("reward/module_calls/") or not isinstance(calls, (int, float)):
+                continue
+            name = key.rsplit("/", 1)[1]
+            errors = row.get(f"reward/module_errors/{name}") or 0
+            rec = out.setdefault(name, {"errors": 0, "calls": 0, "steps": []})
+            rec["calls"] += int(calls)
+            rec["errors"] += int(errors)
+            if errors:
+                rec["steps"].append(int(row["step"]))
+    return {name: rec for name, rec in sorted(out.items()) if rec["errors"]}
+
+
+def find_module_errors(metrics: list[dict[str, Any]], episodes: list[dict[str, Any]],
+                       window: int) -> list[Finding]:
+    """Reward modules whose calls failed in the recent steps (an exception, a timeout, a value
+    that is not a finite number): each failed call scored 0, so the turns it should have rewarded
+    trained without it. The example is the failure's line from the trajectories."""
+    out = []
+    for name, rec in module_failures(metrics, window).items():
+        example = next((t["module_errors"][name] for ep in reversed(episodes)
+                        for t in ep.get("turns", []) if name in (t.get("module_errors") or {})), None)
+        steps = rec["steps"]
+        where = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
+        out.append(Finding("module_errors", None,
+                           f"reward module {name} failed {rec['errors']} of its {rec['calls']} calls "
+                           f"in the last {min(window, len(metrics))} steps ({where}), each scored 0"
+                           + (f"; e.g. {example}" if example else "") + ".",
+                           {"module": name, **rec, "example": example}))
+    return out
+
+
 def diagnose(run_dir: Path | str, window: int = 10,
              effects: list[dict[str, Any]] | None = None) -> list[Finding]:
     """All findings for a run, most urgent first (irreversible, harm, deadlock, leak, ...)."""
@@ -479,6 +518,7 @@ def diagnose(run_dir: Path | str, window: int = 10,
     # (help that may be withdrawn) comes last
     findings = (find_nan(metrics, window) + find_harm(effects or [])
                 + progress.effect_findings(effects or [])
+                + find_module_errors(metrics, episodes, window)
                 + [f for f in invalid if f.kind == "invalid_actions"]
                 # a farmed reward and repeated turns come before deadlocks, which they cause
                 # (looping episodes run to the turn limit)

@@ -23,6 +23,7 @@ import argparse
 import fcntl
 import json
 import os
+import shlex
 import sys
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -35,7 +36,7 @@ from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
 from orchestrator.supervisor import pid_alive
 from orchestrator.workspace import (JUDGED_REF, LIVE_REF, MAIN, CommitInfo, Workspace,
-                                    is_agent_author, parse_trailers)
+                                    author_kind, is_agent_author, parse_trailers)
 
 
 @dataclass
@@ -43,7 +44,7 @@ class Verdict:
     commit: str
     parent: str | None
     author: str
-    author_kind: str                   # "agent" | "person"
+    author_kind: str                   # "agent" | "orchestrator" | "person"
     agent: str | None
     session: str | None
     files: list[str]                   # paths the commit changes (against the live tree)
@@ -111,7 +112,7 @@ def message_reasons(ws: Workspace, old: str, new: str, message: str, agent: bool
 def _verdict(info: CommitInfo, files, changes, reasons) -> Verdict:
     t = info.trailers()
     return Verdict(commit=info.sha, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
-                   author_kind="agent" if is_agent_author(info) else "person", agent=t.get("Eau-Agent"),
+                   author_kind=author_kind(info), agent=t.get("Eau-Agent"),
                    session=t.get("Eau-Session"), files=list(files), knob_changes=changes,
                    verdict="rejected" if reasons else "accepted", reasons=reasons, file_status=dict(files))
 
@@ -422,9 +423,18 @@ def _hook(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
         info = CommitInfo("", None, new_tree, message, ident.split("<")[0].strip(), email)
         reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info), ctx=ctx)
     if reasons:
-        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons], sep="\n", file=sys.stderr)
+        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons],
+              back_out_hint(list(ws.changed_paths(old_tree, new_tree))), sep="\n", file=sys.stderr)
         return 1
     return 0
+
+
+def back_out_hint(paths: list[str]) -> str:
+    """What a refused commit leaves and how to undo it: git stops the commit, not the edit, so
+    the change stays staged and in the files (README, "A commit of your own")."""
+    quoted = " ".join(shlex.quote(p) for p in paths) or "."
+    return (f"Nothing was committed and the change stays staged: fix it and commit again, or back "
+            f"out with `git restore --source=HEAD --staged --worktree -- {quoted}`.")
 
 
 def main(argv: list[str] | None = None) -> int:

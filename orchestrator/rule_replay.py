@@ -4,9 +4,9 @@ on real states is refused before the trainer loads it.
 
 The replay runs in a child process (`python -m orchestrator.rule_replay`, JSON on stdin and
 stdout): it needs the bench's tasks (for their hidden facts) and the rule engine, which live in
-`training/`, and the orchestrator process stays free of them. The rules' regexes have already
-been run in the sandbox on the same messages (`gate_checks.replay_regexes`), so nothing here can
-hang on a regex. Each episode is replayed turn by turn with the new rules: the agent's recorded
+`training/`, and the orchestrator process stays free of them. The rules' regexes run on RE2
+(training/users/rule_regex.py), in time linear in each message, so nothing here can hang on a
+regex. Each episode is replayed turn by turn with the new rules: the agent's recorded
 messages, the new user's replies and disclosures.
 """
 from __future__ import annotations

@@ -200,6 +200,9 @@ class Planner:
             return (f"{f.message} No remedy of the built-in agent's kinds targets it: the examples "
                     f"shown ask questions of their own, and a turn's record lacks the prompt a "
                     f"reward module would compare it with.")
+        if f.kind == "module_errors":
+            return (f"{f.message} The experiment switches the module off once half its calls "
+                    f"fail (orchestrator/reward_guard.py); its code is for a person to fix.")
         if said:
             return None
         return f"{f.message} No remedy within the knobs' limits (or its knobs are still being measured)."

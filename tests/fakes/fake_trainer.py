@@ -7,7 +7,9 @@ workspace's refs/eau/live is read at every step boundary, after waiting out a ho
 (training/hold.py, `--max-lag`). Its numbers follow the live knobs: a
 colbench episode deadlocks while env.colbench.min_questions > 0, so success/colbench is 0 then and
 0.6 after; FAKE_TRAINER_NAN_AT=N writes NaN losses from step N; FAKE_TRAINER_CRASH_AT=N exits 1
-once at step N. FAKE_TRAINER_STEP_S sets the seconds per step (default 0.05)."""
+once at step N. FAKE_TRAINER_STEP_S sets the seconds per step (default 0.05), spent after the
+step's line, or before it with FAKE_TRAINER_WORK_FIRST=1: then a SIGTERM during that time ends
+the step first, as the real trainer finishes a step whose update is under way."""
 import argparse
 import json
 import os
@@ -39,7 +41,7 @@ signal.signal(signal.SIGTERM, on_term)
 
 def event(**ev):
     with open(run / "events.jsonl", "a") as fh:
-        fh.write(json.dumps(ev) + "\n")
+        fh.write(json.dumps({**ev, "time": time.time()}) + "\n")
 
 
 def live():
@@ -89,6 +91,9 @@ while step < total and not stop:
         commit, k = now, knobs(now)
         event(event="applied", commit=commit, step=step + 1)
     step += 1
+    work_first = os.environ.get("FAKE_TRAINER_WORK_FIRST") == "1"
+    if work_first:
+        time.sleep(step_s)
     crash_at = os.environ.get("FAKE_TRAINER_CRASH_AT")
     marker = run / ".crashed-once"
     if crash_at and step == int(crash_at) and not marker.exists():
@@ -101,7 +106,8 @@ while step < total and not stop:
     row = {"step": step, "success/colbench": (0.0 if deadlock else 0.6) + wobble / 10,
            "reward/mean": (0.0 if deadlock else 0.6) + wobble / 10, "reward/colbench": 0.1,
            "actor/entropy": 1.0 + wobble, "actor/pg_loss": float("nan") if nan else 0.1 + wobble,
-           "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit}
+           "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit,
+           "perf/step_s": step_s}
     with open(run / "metrics.jsonl", "a") as fh:
         fh.write(json.dumps(row) + "\n")
     # deadlocked: the answer is written and refused (min_questions); else a question gets a fact
@@ -121,6 +127,7 @@ while step < total and not stop:
     (run / "heartbeat").touch()
     if save_freq and step % save_freq == 0:
         save("save_freq")
-    time.sleep(step_s)
+    if not work_first:
+        time.sleep(step_s)
 save("sigterm" if stop else "end")
 event(event="finished", step=step, reason="sigterm" if stop else "total_steps")

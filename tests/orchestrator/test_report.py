@@ -155,6 +155,8 @@ def test_report_of_experiment_without_runs_or_evals(tmp_path):
     (tmp_path / "empty").mkdir()
     page = build_report([tmp_path / "empty"], tmp_path / "out").read_text()
     assert "No evaluation yet" in page and "No training metrics yet" in page
+    # the command as it works: eval reads the bench from the experiment
+    assert "run <code>orchestrator eval empty</code> (results go to" in page and "--bench" not in page
 
 
 def _screenshot_module():
