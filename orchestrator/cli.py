@@ -8,6 +8,7 @@ training system (paper section 4), one command per step of an experiment's life.
     orchestrator report demo        # runs/demo/report/index.html with the curves
     orchestrator eval demo          # the final checkpoint on the bench's held-out protocol
     orchestrator fork demo --control inter-run   # demo's history continued as a new experiment
+    orchestrator prune demo         # free disk: old checkpoints, resume state nothing will read
     orchestrator warmstart --bench usergym --out models/warm   # SFT on worked examples first
     orchestrator COMMAND --help     # every argument of one command
 
@@ -27,8 +28,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orchestrator.commands import (compare_cmds, eval_cmds, fork_cmds, run_cmds, warmstart_cmds,
-                                   workspace_cmds)
+from orchestrator.commands import (compare_cmds, eval_cmds, fork_cmds, prune_cmds, run_cmds,
+                                   warmstart_cmds, workspace_cmds)
 from orchestrator.errors import UserError
 
 # each module and the subcommands it registers, in the order --help lists them
@@ -36,6 +37,7 @@ COMMAND_MODULES = (
     workspace_cmds,     # init, gate, log, diff
     run_cmds,           # start, status, stop, agents
     eval_cmds,          # eval, report
+    prune_cmds,         # prune
     compare_cmds,       # compare
     fork_cmds,          # fork
     warmstart_cmds,     # warmstart

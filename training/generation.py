@@ -31,6 +31,7 @@ exactly from p without a host synchronisation (torch.multinomial would need one)
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from dataclasses import dataclass, field
@@ -52,6 +53,19 @@ PREFILL_CHUNK = 512
 
 class GenerationConfigError(ValueError):
     """A generation setting the user chose cannot work (the message says which and why)."""
+
+
+def attention_kernels(device: torch.device):
+    """SDPA without its cuDNN backend on CUDA: on the H200 PyTorch picked cuDNN's attention for
+    the update's and the prefill's passes, and each call cost ~0.9 ms of host time (1.2 ms in
+    backward) against tens of microseconds of GPU work, 0.9 s of a 3.7 s update
+    (benchmarks/RESULTS-gpu.md); flash (causal, no mask) and memory-efficient (masked) attention
+    launch in microseconds. A no-op elsewhere."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                        SDPBackend.MATH])
 
 
 def left_pad(prompt_ids: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:

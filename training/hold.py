@@ -75,3 +75,46 @@ def blocking(run_dir: Path | str, next_step: int, now: float | None = None) -> d
     if (now or time.time()) >= float(hold["deadline"]) or not _alive(int(hold["pid"])):
         return None
     return hold
+
+
+def wait_at_boundary(run_dir: Path | str, next_step: int, dist, stop_requested, *,
+                     is_main: bool, poll_s: float = 0.2) -> tuple[bool, dict[str, Any] | None, float]:
+    """At a step boundary: wait while a hold bars `next_step` (rank 0 reads the hold and every
+    process waits with it; `stop_requested()` ends the wait). Returns (waited, the hold, seconds
+    waited)."""
+    from training import distributed as D
+
+    t0, hold, waited = time.monotonic(), None, False
+    while True:
+        current = blocking(run_dir, next_step) if is_main else None
+        if not D.broadcast_object(current is not None, dist) or \
+                D.any_true(stop_requested(), dist):
+            break
+        hold, waited = current or hold, True
+        time.sleep(poll_s)
+    return waited, hold, time.monotonic() - t0
+
+
+class Heartbeat:
+    """Touches the run's heartbeat file every `every_s` seconds from a thread, even during long
+    generates (the supervisor takes a stale heartbeat for a hung trainer)."""
+
+    def __init__(self, files, every_s: float):
+        import threading
+
+        self.files, self.every_s = files, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.files.touch_heartbeat()
+            self._stop.wait(self.every_s)
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)

@@ -37,12 +37,14 @@ from typing import Sequence
 
 import torch
 
-from training.generation import MAX_STOP_IDS, GenerationConfigError, sample_next
+from training.generation import (MAX_STOP_IDS, GenerationConfigError, attention_kernels,
+                                 sample_next)
 
 ATTN = "eau_kv"
 _RUNNING: list["KVEngine"] = []    # the engine whose forward is under way (one thread at a time)
 
 
+@torch.compiler.disable   # a compiled decoder layer breaks its graph here (KVEngine._layer_fn)
 def kv_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
                  scaling: float | None = None, **kwargs):
     """Attention through the running engine's cache (module docstring, part 2); SDPA otherwise.
@@ -71,6 +73,39 @@ def use_kv_attention(model) -> None:
     model.config._attn_implementation = ATTN
 
 
+def _run_layer(layer, h, pe, pos):
+    """One decoder layer on hidden states h (S, 1, H), its mask left to kv_attention."""
+    out = layer(h, attention_mask=None, position_embeddings=pe, position_ids=pos)
+    return out[0] if isinstance(out, tuple) else out
+
+
+# Decoders whose forward is embed -> rotary -> layers -> norm, which `_decode_hidden` repeats
+# (a model of another shape, e.g. Gemma's scaled embeddings, decodes through its own forward).
+LAYER_PATH_MODELS = ("llama", "qwen2", "qwen3", "mistral")
+
+
+def _layer_path_fits(model) -> bool:
+    import os
+
+    if os.environ.get("EAU_KV_COMPILE", "layers") == "off":
+        return False
+    dec = model.get_decoder()
+    return model.config.model_type in LAYER_PATH_MODELS and all(
+        hasattr(dec, name) for name in ("embed_tokens", "rotary_emb", "layers", "norm"))
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists (numpy compares them in C: a
+    Python loop over 64 slots x 2k tokens per call cost tens of ms)."""
+    import numpy as np
+
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0])
+
+
 def _model_shape(model) -> tuple[int, int, int, torch.dtype]:
     """(layers, KV heads, head dim, dtype) of a decoder-only transformers model."""
     cfg = model.config
@@ -85,7 +120,8 @@ class KVEngine:
 
     def __init__(self, model, *, slots: int, stop_ids: Sequence[int], pad_id: int,
                  use_graph: bool | None = None, width_bucket: int = 256, grow_by: int = 1024,
-                 check_every: int | None = None, prefill_chunk: int = 512):
+                 check_every: int | None = None, prefill_chunk: int = 512,
+                 compile_layers: bool | None = None):
         if len(stop_ids) > MAX_STOP_IDS:
             raise GenerationConfigError(f"the KV engine takes at most {MAX_STOP_IDS} stop ids "
                                         f"(got {len(stop_ids)}).")
@@ -96,12 +132,14 @@ class KVEngine:
         self.layers, self.kv_heads, self.head_dim, self.dtype = _model_shape(model)
         self.stop_ids, self.pad_id = list(stop_ids), int(pad_id)
         self.use_graph = self.device.type == "cuda" if use_graph is None else use_graph
+        compile_layers = self.use_graph if compile_layers is None else compile_layers
         self.width_bucket, self.grow_by = width_bucket, grow_by
         # a host check costs a synchronisation on CUDA (every 16 replays), nothing on the CPU
         self.check_every = check_every or (16 if self.use_graph else 1)
         self.prefill_chunk = prefill_chunk
         self.capture_s = 0.0
         self._nucleus = False                    # top_p < 1: sort the vocabulary when sampling
+        self._settings = {"greedy": False, "min_new": 0, "temperature": 1.0, "top_p": 1.0}
         self.keys: list[torch.Tensor] = []      # per layer (S, Hkv, L, D)
         self.values: list[torch.Tensor] = []
         self.held: list[list[int]] = []          # per slot: the tokens its cache row holds
@@ -115,6 +153,19 @@ class KVEngine:
         self._rows: torch.Tensor | None = None
         self._cols: torch.Tensor | None = None
         self._width = 0
+        self._decode_mask: torch.Tensor | None = None
+        self._layer_fn = _run_layer
+        self.compiled = False
+        if compile_layers and _layer_path_fits(model):
+            # regional compilation: one decoder layer's code compiled once and reused by all
+            # layers (parameters are inputs), so compile time is a layer's, not the model's;
+            # attention stays eager (kv_attention is excluded), so no compiled shape depends
+            # on the cache width. Inductor fuses a layer's norms, rotary and residuals.
+            for knob in ("recompile_limit", "cache_size_limit"):   # slot counts may grow
+                if hasattr(torch._dynamo.config, knob):
+                    setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 64))
+            self._layer_fn = torch.compile(_run_layer, dynamic=False)
+            self.compiled = True
 
     # ---- storage -----------------------------------------------------------------------------
     @property
@@ -192,6 +243,7 @@ class KVEngine:
         K[where] = key.permute(0, 2, 1, 3).to(K.dtype)                          # (b, n, Hkv, D)
         V[where] = value.permute(0, 2, 1, 3).to(V.dtype)
         w = self._width
+        mask = self._decode_mask if mask is None else mask
         if self._rows is None:
             k, v = K[:b, :, :w], V[:b, :, :w]                                  # views
         else:
@@ -202,13 +254,15 @@ class KVEngine:
             scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale         # (b, Hkv, G, w)
             probs = torch.softmax(scores + mask.float(), dim=-1).to(v.dtype)      # mask (b,1,1,w)
             return torch.matmul(probs, v).reshape(b, 1, hq, d), None
-        group = hq // self.kv_heads
-        k = k.repeat_interleave(group, dim=1)                                    # (b, Hq, w, D)
-        v = v.repeat_interleave(group, dim=1)
+        # prefill: each KV head's G query heads as one longer query, so the cache is read once
+        # per KV head, never copied per query head (repeat_kv copied 3x 2.6 GB per prefill of 64
+        # slots at 1,792 columns: 54 ms on the H200 for 61 new tokens a slot)
+        g = hq // self.kv_heads
+        q = query.reshape(b, self.kv_heads, g * n, d)                            # (b, Hkv, G*n, D)
         out = torch.nn.functional.scaled_dot_product_attention(
-            query, k.to(query.dtype), v.to(query.dtype), attn_mask=mask.to(query.dtype),
-            scale=scale)                                                         # (b, Hq, n, D)
-        return out.transpose(1, 2), None
+            q, k.to(query.dtype), v.to(query.dtype),
+            attn_mask=mask.to(query.dtype).repeat(1, 1, g, 1), scale=scale)       # (b, Hkv, G*n, D)
+        return out.reshape(b, hq, n, d).transpose(1, 2), None
 
     def _mask(self, first: torch.Tensor, n: int, width: int) -> torch.Tensor:
         """Additive (b, 1, n, width): query i of row r, at position first[r] + i, sees columns
@@ -241,6 +295,8 @@ class KVEngine:
         (becomes active); prompts are run `prefill_chunk` query positions per forward."""
         dev = self.device
         rows = torch.tensor(slots, dtype=torch.long, device=dev)                 # (b,)
+        # all slots in order (a rollout's first turn): the cache is read as views, not gathered
+        read = None if slots == list(range(len(slots))) else rows
         lens = torch.tensor([len(s) for s in suffixes], dtype=torch.long)        # (b,)
         first = torch.tensor([len(self.held[s]) for s in slots], dtype=torch.long)
         self._ensure_length(int((first + lens).max()) + 1)
@@ -256,7 +312,7 @@ class KVEngine:
             pos = first_d[:, None] + torch.arange(c0, c1, device=dev)            # (b, c)
             width = self._width_for(int((first + c1).max()))
             cols = pos.clamp(max=self.length - 1)   # padding positions past the end: last column
-            with self._running(rows, cols, width):
+            with self._running(read, cols, width), attention_kernels(self.device):
                 hidden = self._hidden(ids[:, c0:c1], pos, self._mask(first_d + c0, c1 - c0, width))
             here = (lens_d - 1 >= c0) & (lens_d - 1 < c1)                        # (b,) ends here
             idx = (lens_d - 1 - c0).clamp(0, c1 - c0 - 1)
@@ -275,19 +331,50 @@ class KVEngine:
 
     def _pick(self, logits, nstep, active) -> torch.Tensor:
         """Next token (b,) from logits (b, V): stop ids barred before min_new; pad where not
-        active."""
-        logits = logits.masked_fill(self.stop_mask & (nstep < self.min_new)[:, None],
-                                    float("-inf"))
-        nxt = sample_next(logits, self.temperature, self.top_p, self.greedy,
-                          nucleus=self._nucleus)
+        active. In a CUDA graph every choice is a tensor op (no host synchronisation: the
+        exponential race of generation.sample_next); run eagerly, the Python settings pick the
+        cheaper path (on a CPU the race's exponential draw over the vocabulary cost 7 of a
+        decode step's 11 ms: an argmax, or one uniform draw against the CDF, instead)."""
+        if self.use_graph or self._settings["min_new"] > 0:
+            logits = logits.masked_fill(self.stop_mask & (nstep < self.min_new)[:, None],
+                                        float("-inf"))
+        if self.use_graph:
+            nxt = sample_next(logits, self.temperature, self.top_p, self.greedy,
+                              nucleus=self._nucleus)
+        elif self._settings["greedy"]:
+            nxt = logits.argmax(-1)
+        else:
+            probs = torch.softmax(logits / self._settings["temperature"], dim=-1)   # (b, V)
+            if self._nucleus:   # the nucleus as sample_next keeps it
+                sp, idx = probs.sort(dim=-1, descending=True)
+                sp = sp.masked_fill(sp.cumsum(-1) - sp >= self._settings["top_p"], 0.0)
+                probs = torch.zeros_like(probs).scatter_(-1, idx, sp)
+            # inverse CDF: one uniform draw per row (torch.multinomial draws an exponential
+            # per vocabulary entry, 62% of a CPU rollout's time: 7.6 ms a step at batch 8)
+            cdf = probs.cumsum(-1)                                                   # (b, V)
+            u = torch.rand(cdf.shape[0], 1, device=cdf.device) * cdf[:, -1:]
+            nxt = torch.searchsorted(cdf, u).squeeze(-1).clamp_(max=cdf.shape[1] - 1)
         return torch.where(active, nxt, torch.full_like(nxt, self.pad_id))
 
     # ---- decode ------------------------------------------------------------------------------
+    def _decode_hidden(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """The decoder's last hidden states (S, 1, H) for one new token per slot, layer by layer
+        through `_layer_fn` (the attention mask is the engine's, read by kv_attention)."""
+        if not self.compiled:
+            return self._hidden(ids, pos, self._decode_mask)
+        dec = self.decoder
+        h = dec.embed_tokens(ids)                                                 # (S, 1, H)
+        pe = dec.rotary_emb(h, position_ids=pos)
+        for layer in dec.layers[:dec.config.num_hidden_layers]:
+            h = self._layer_fn(layer, h, pe, pos)
+        return dec.norm(h)
+
     def _step(self, width: int) -> None:
         """Feed every slot's `tok` at column `start`; active slots advance (the graph body)."""
         pos = self.start[:, None]                                                 # (S, 1)
+        self._decode_mask = self._mask(self.start, 1, width)                      # (S,1,1,w)
         with self._running(None, pos, width):
-            hidden = self._hidden(self.tok[:, None], pos, self._mask(self.start, 1, width))
+            hidden = self._decode_hidden(self.tok[:, None], pos)
         logits = self.head(hidden[:, -1]).float()                                # (S, V)
         act = self.active
         nxt = self._pick(logits, self.nstep, act)
@@ -314,8 +401,21 @@ class KVEngine:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for _ in range(2):   # lazy allocations and kernel choices before the capture
-                self._step(width)
+            try:   # lazy allocations, kernel choices and the layer's compile, before capture
+                for _ in range(2):
+                    self._step(width)
+            except Exception as exc:     # noqa: BLE001 - any compiler failure: decode eagerly
+                if not self.compiled:
+                    raise
+                import sys
+                print(f"kv engine: compiling the decoder layer failed ({type(exc).__name__}: "
+                      f"{str(exc)[:200]}); decoding with eager kernels.", file=sys.stderr)
+                self.compiled, self._layer_fn = False, _run_layer
+                for t, saved in zip((self.start, self.tok, self.nstep, self.active, self.out),
+                                    state):
+                    t.copy_(saved)
+                for _ in range(2):
+                    self._step(width)
         torch.cuda.current_stream().wait_stream(side)
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
@@ -328,17 +428,55 @@ class KVEngine:
         return g
 
     @torch.no_grad()
-    def decode(self, steps: int, width: int) -> None:
-        """Up to `steps` decode steps over all slots at cache width `width`; returns early once
-        no slot is active (checked every `check_every` steps on the host)."""
+    def decode(self, steps: int, width: int, early_exit: bool = True) -> None:
+        """Up to `steps` decode steps over all slots at cache width `width`; with early_exit,
+        returns once no slot is active (checked every `check_every` steps on the host)."""
         g = self._graph(width)
         for i in range(steps):
             if g is not None:
                 g.replay()
             else:
                 self._step(width)
-            if (i + 1) % self.check_every == 0 and not bool(self.active.any()):
+            if early_exit and (i + 1) % self.check_every == 0 and not bool(self.active.any()):
                 return
+
+    # ---- a caller that drives the turns itself (training.rollout.continuous) -----------------
+    def begin(self, contexts: list[list[int]], *, max_new: int, temperature: float,
+              top_p: float, min_new: int = 0, greedy: bool = False) -> list[int]:
+        """Slots for a set of sequences that will take turns (assign), every slot inactive, the
+        sampling set; the caller prefills them (`prefill` with the tokens past `held`)."""
+        version = self._weights_version()
+        if version != self._version:     # a cache is only valid for the weights that made it
+            self.forget()
+            self._version = version
+        slots, _ = self.assign(contexts)
+        self.set_sampling(max_new=max_new, temperature=temperature, top_p=top_p,
+                          greedy=greedy or temperature <= 0, min_new=min_new)
+        self.active.zero_()
+        return slots
+
+    def width_for_turns(self, slots, max_new: int) -> int:
+        """A cache width that holds every one of `slots` to the end of a turn of max_new tokens
+        (the storage grown where it is short)."""
+        need = max(len(self.held[s]) for s in slots) + max_new + 1
+        self._ensure_length(need)
+        return self._width_for(need)
+
+    def ended(self, slots) -> list[int]:
+        """Which of `slots` finished their turn (one host read of the active flags)."""
+        slots = sorted(slots)
+        flags = self.active[torch.tensor(slots, device=self.device)].tolist()
+        return [s for s, on in zip(slots, flags) if not on]
+
+    def take(self, slots: list[int]) -> list[list[int]]:
+        """The tokens each slot generated in its turn (up to and including its stop id); the
+        slot then holds its context and those tokens but the last, which was never fed."""
+        rows = torch.tensor(slots, dtype=torch.long, device=self.device)
+        counts, outs = self.nstep[rows].tolist(), self.out[rows].tolist()
+        news = [row[:n] for row, n in zip(outs, counts)]
+        for s, new in zip(slots, news):
+            self.held[s] = self.held[s] + new[:-1]
+        return news
 
     # ---- the whole call ----------------------------------------------------------------------
     def set_sampling(self, *, max_new: int, temperature: float, top_p: float, greedy: bool,
@@ -350,6 +488,8 @@ class KVEngine:
         self.top_p.fill_(top_p)
         self.greedy.fill_(greedy)
         self._nucleus = top_p < 1.0 and not greedy
+        self._settings = {"greedy": greedy, "min_new": min_new,
+                          "temperature": max(temperature, 1e-5), "top_p": top_p}
 
     def forget(self) -> None:
         """No slot holds anything any more (their caches were computed with other weights)."""
@@ -362,9 +502,14 @@ class KVEngine:
         return sum(p._version for p in self.model.parameters())
 
     def assign(self, contexts: list[list[int]]) -> tuple[list[int], list[list[int]]]:
-        """A slot for each context, the one holding its longest cached prefix where one does
+        """A slot for each context: the one whose held tokens share the longest prefix with it
         (never the whole context: its last token is fed again so there are logits to sample
-        from), else the least recently used; and each context's tokens past that prefix."""
+        from; the row's columns past the shared prefix simply stop counting), else the least
+        recently used; and each context's tokens past what its slot keeps.
+
+        The prefix is the longest common one, not only a held sequence the context extends: a
+        chat template re-rendered from text (an LLM user's conversation) may tokenize the last
+        reply differently from how it was sampled, and everything before it is still reused."""
         self.calls += 1
         if len(contexts) > self.slots:
             self._alloc(len(contexts), self.length, self.out.shape[1])
@@ -374,12 +519,10 @@ class KVEngine:
         for ctx in contexts:
             best, keep = -1, 0
             for s, held in enumerate(self.held):
-                if s in taken or not held:
+                if s in taken or not held or held[0] != ctx[0]:
                     continue
-                # held is a prefix of ctx, or ctx of held (a shorter context: the row's columns
-                # past it are simply no longer counted)
-                n = min(len(held), len(ctx) - 1)
-                if n > keep and (ctx[:len(held)] == held or held[:len(ctx)] == ctx):
+                n = min(_common_prefix(held, ctx), len(ctx) - 1)
+                if n > keep:
                     best, keep = s, n
             if best < 0:
                 best = min((s for s in range(self.slots) if s not in taken),
@@ -404,26 +547,11 @@ class KVEngine:
             raise GenerationConfigError("every prompt needs at least one token (got an empty prompt).")
         if max_new_tokens <= 0:
             return [[] for _ in contexts]
-        version = self._weights_version()
-        if version != self._version:     # a cache is only valid for the weights that made it
-            self.forget()
-            self._version = version
-        slots, suffixes = self.assign(contexts)
-        self.set_sampling(max_new=max_new_tokens, temperature=temperature, top_p=top_p,
-                          greedy=greedy or temperature <= 0, min_new=min_new_tokens)
-        self.active.zero_()
-        self.prefill(slots, suffixes)
-        longest = max(len(c) for c in contexts) + max_new_tokens + 1
-        self._ensure_length(longest)
-        self.decode(max_new_tokens - 1, self._width_for(longest))
-        rows = torch.tensor(slots, dtype=torch.long, device=self.device)
-        counts = self.nstep[rows].tolist()
-        outs = self.out[rows].tolist()
-        result = []
-        for s, ctx, n, row in zip(slots, contexts, counts, outs):
-            new = row[:n]
-            result.append(new)
-            self.held[s] = list(ctx) + new[:-1]    # the last sampled token was never fed
+        slots = self.begin(contexts, max_new=max_new_tokens, temperature=temperature,
+                           top_p=top_p, min_new=min_new_tokens, greedy=greedy)
+        self.prefill(slots, [list(c[len(self.held[s]):]) for s, c in zip(slots, contexts)])
+        self.decode(max_new_tokens - 1, self.width_for_turns(slots, max_new_tokens))
+        result = self.take(slots)
         return result
 
 

@@ -338,3 +338,94 @@ class LiveWatcher:
             self._observer.stop()
             self._observer.join(timeout=2)
         self._thread.join(timeout=2)
+
+
+class AgreedSnapshots:
+    """The snapshot every process of a run trains on, loaded the same on all of them.
+
+    With one process it is simply `load_commit` / `load_folder`. Under torchrun rank 0 reads the
+    live ref and exports and builds first (one writer of snapshots/); the broadcast of its outcome
+    is also the barrier after which the others build from the exported files; a failure on any
+    process is a failure on all (each closes what it built), so no two processes ever train one
+    step on different commits."""
+
+    def __init__(self, ws, into: Path, check: Callable[[Snapshot], None], dist):
+        self.ws, self.into, self.check, self.dist = ws, into, check, dist
+
+    def initial(self, commit: str | None = None) -> LiveSnapshot:
+        """The live ref's commit (or `commit`; or the plain workspace.dir) on every process."""
+        from training import distributed as D
+        from training.config import ConfigError
+
+        ws = self.ws
+        if ws.repo:
+            error = None
+            if self.dist.is_main:        # rank 0 reads the ref once; every process loads that
+                try:
+                    commit = commit or read_ref(git_dir(Path(ws.repo)), ws.live_ref)
+                except SnapshotError as exc:
+                    error = str(exc)
+            commit, error = D.broadcast_object((commit, error), self.dist)
+            if error is not None:
+                raise SnapshotError(error)
+            if commit is None:
+                raise ConfigError(f"{ws.repo} has no {ws.live_ref}: promote a commit through the "
+                                  "gate (or `git update-ref`) before starting the trainer.")
+            return self.load(commit)
+        if ws.dir:
+            return self.load(None)
+        raise ConfigError("config.json names no workspace: set workspace.repo (a git workspace) "
+                          "or workspace.dir (a plain folder).")
+
+    def _here(self, commit: str | None, export: bool) -> LiveSnapshot:
+        """Build `commit`'s snapshot (None: the plain workspace.dir); `export` writes its files
+        into snapshots/ first (rank 0), the other processes build from those files."""
+        if commit is not None:
+            if export:
+                return load_commit(Path(self.ws.repo), commit, self.into, self.check)
+            return build(self.into / commit, commit, self.check)
+        if export:
+            return load_folder(Path(self.ws.dir), self.into, self.check)
+        return build(self.into / "plain", "", self.check)
+
+    def load(self, commit: str | None) -> LiveSnapshot:
+        """The snapshot loaded on every process, or SnapshotError raised on every process."""
+        from training import distributed as D
+
+        if not self.dist.active:
+            return self._here(commit, export=True)
+        new, error = None, None
+        if self.dist.is_main:
+            try:
+                new = self._here(commit, export=True)
+            except SnapshotError as exc:
+                error = str(exc)
+        error = D.broadcast_object(error, self.dist)
+        if error is not None:
+            raise SnapshotError(error)
+        if not self.dist.is_main:
+            try:
+                new = self._here(commit, export=False)
+            except SnapshotError as exc:
+                error = str(exc)
+        errors = [e for e in D.gather_objects(error, self.dist) if e]
+        if errors:
+            if new is not None:
+                new.close()
+            raise SnapshotError(errors[0])
+        return new
+
+    def next_commit(self, watcher: "LiveWatcher | None", current: str,
+                    failed: set[str]) -> tuple[str | None, float]:
+        """The promoted commit to swap in at this step boundary (rank 0's watcher decides and
+        broadcasts it, so every process swaps the same commit at the same step), or None; and
+        when the watcher saw it."""
+        from training import distributed as D
+
+        commit, seen_at = None, 0.0
+        if watcher is not None:
+            watcher.check()
+            commit, seen_at = watcher.latest()
+            if not commit or commit == current or commit in failed:
+                commit = None
+        return D.broadcast_object(commit, self.dist), seen_at

@@ -27,7 +27,7 @@ from torch import nn
 from training.config import ModelConfig
 from training import ppo
 from training.chunked_head import head_logprobs
-from training.generation import PREFILL_CHUNK
+from training.generation import PREFILL_CHUNK, attention_kernels
 
 
 class ModelLoadError(ValueError):
@@ -148,10 +148,16 @@ class Models:
     def values(self, input_ids, attention_mask):
         return (self.critic_train or self.critic)(input_ids, attention_mask)
 
+    @contextlib.contextmanager
     def autocast(self):
+        """The training passes' context: autocast to `autocast_dtype` (or none), and attention
+        kernels other than cuDNN's (`attention_kernels`)."""
         if self.autocast_dtype is None:
-            return torch.autocast(device_type=self.device.type, enabled=False)
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+            cast = torch.autocast(device_type=self.device.type, enabled=False)
+        else:
+            cast = torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+        with cast, attention_kernels(self.device):
+            yield
 
     @property
     def precision(self) -> str:

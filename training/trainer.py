@@ -26,10 +26,12 @@ What happens every step (`run`, then `run_step`), and why:
 1. Wait while a meta-agent session holds the run (training/hold.py, `orchestrator start
    --max-lag N`), so training runs at most N steps ahead of a session's fix.
 2. At the step boundary, swap in a newly promoted workspace commit (`maybe_reload`, paper section
-   4.5): a change applies to whole steps only, and a commit that fails to load is skipped.
+   4.5): a change applies to whole steps only, and a commit that fails to load is skipped
+   (training.live.AgreedSnapshots: the same commit on every process).
 3. Reseed from (seed, step): `--resume` then continues exactly as the uninterrupted run would.
 4. Sample `train_batch_size` tasks and roll out `rollout.n` episodes of each together
-   (training.rollout): one batched generate call per turn for all of them.
+   (training.rollout): each episode keeps its KV cache across turns and takes its next turn as
+   soon as its user has replied (training/kvengine.py), decoding batched over all of them.
 5. Score each agent turn: the environment's reward plus the snapshot's reward modules
    (training.rewards), which the meta-agent edits.
 6. Old and reference log-probs, then advantages: ppo's values and turn-level GAE; grpo's
@@ -55,14 +57,12 @@ import importlib
 import importlib.util
 import os
 import random
-import shutil
 import signal
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -72,9 +72,10 @@ from training import distributed as D
 from training import hold as hold_mod
 from training.benches import TaskDataError, load_bench_tasks, train_gyms
 from training.config import Config, ConfigError
-from training.policy import Models, ModelLoadError, load_models
+from training.policy import ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, rollout, start_episode
-from training.update import Batch, collate, ppo_update, score_batch
+from training.users.llm import LLMUserConfigError, run_users
+from training.update import collate, ppo_update, score_batch
 
 
 def load_bench(name: str):
@@ -112,28 +113,6 @@ def reseed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-class Heartbeat:
-    """Touches DIR/heartbeat every `every_s` seconds from a thread, even during long generates."""
-
-    def __init__(self, files: metrics.RunFiles, every_s: float):
-        self.files, self.every_s = files, every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="heartbeat", daemon=True)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self.files.touch_heartbeat()
-            self._stop.wait(self.every_s)
-
-    def start(self) -> "Heartbeat":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=2)
-
-
 class Trainer:
     def __init__(self, run_dir: Path | str, *, resume: bool = False):
         self.files = metrics.RunFiles(run_dir)
@@ -161,7 +140,10 @@ class Trainer:
         self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed,
                                   device=self.dist.device if self.dist.active else None,
                                   critic=self.has_critic)
-        self.llm = self._user_llm()
+        try:
+            self.llm = run_users(self.cfg, self.models)
+        except LLMUserConfigError as exc:
+            raise ConfigError(str(exc)) from None
         self.watcher: live.LiveWatcher | None = None
         ws = self.cfg.workspace
         if ws.repo and self.main:        # rank 0 alone follows the live ref (maybe_reload)
@@ -169,7 +151,10 @@ class Trainer:
         if self.main:
             checkpoint.remove_partial(self.files.checkpoints)
         D.barrier(self.dist)
-        saved = self._read_checkpoint() if resume else None
+        self.snapshots = live.AgreedSnapshots(ws, self.files.snapshots, self.check_snapshot,
+                                              self.dist)
+        saved = checkpoint.read_for_resume(self.files.checkpoints, self.cfg.algorithm.name,
+                                           self.has_critic) if resume else None
         if saved is not None:            # whole weights into the plain models, before any sharding
             self.models.policy.load_state_dict(saved[0]["policy"])
             if self.has_critic:
@@ -181,7 +166,7 @@ class Trainer:
             if self.has_critic else None
         resumed = self._resume(saved) if saved is not None else None
         if resumed is None:
-            self.live = self._initial_snapshot()
+            self.live = self.snapshots.initial()
             # refuse now a config under which a gym can never succeed, not after hours of
             # truncated episodes (training/budget.py; `orchestrator start` checks it first)
             budget.check_run(self.cfg, self.bench, self.tasks, self.live.snapshot,
@@ -247,42 +232,6 @@ class Trainer:
         return torch.optim.AdamW(params, lr=optim.lr, betas=tuple(optim.betas),
                                  weight_decay=optim.weight_decay, fused=fused or None)
 
-    def _user_llm(self):
-        """The llm arm's backends: None (symbolic arm only), or the frozen reference model answering
-        as the user (rollout.user_llm "reference", batched across episodes; sharing the reference
-        spares the CPU demo a third model in memory) and the named users of rollout.user_llms
-        (another local model, an OpenAI-compatible server), routed by user.<gym>.llm."""
-        from training.users.llm import LLMUserConfigError, training_users
-
-        specs = dict(self.cfg.rollout.user_llms)
-        if self.cfg.rollout.user_llm == "none" and not specs:
-            return None
-        built: list = []
-
-        def reference():
-            if built:
-                return built[0]
-            from training.policy import load_tokenizer
-            from training.users.llm import LocalLLMUser
-
-            model = self.models.reference
-            if model is None:        # LoRA: the policy's base is not frozen on its own; load one
-                from transformers import AutoModelForCausalLM
-                model = AutoModelForCausalLM.from_pretrained(self.models.path).eval()
-                model.requires_grad_(False).to(self.models.device)
-            built.append(LocalLLMUser(model, load_tokenizer(self.models.path),
-                                      max_new_tokens=self.cfg.rollout.user_response_length,
-                                      seed=self.cfg.trainer.seed))
-            return built[0]
-
-        try:
-            return training_users(reference() if self.cfg.rollout.user_llm == "reference" else None,
-                                  specs, reference=reference, device=str(self.models.device),
-                                  max_new_tokens=self.cfg.rollout.user_response_length,
-                                  seed=self.cfg.trainer.seed)
-        except LLMUserConfigError as exc:
-            raise ConfigError(str(exc)) from None
-
     def check_snapshot(self, snap) -> None:
         """A snapshot is usable when every gym's environment builds and resets from it, and its
         demonstrations parse under the gyms' own action parsers (training/demonstrations.py)."""
@@ -298,88 +247,19 @@ class Trainer:
             if task is not None:
                 self.bench.make_env(task, snap, seed=0, llm=None).reset(seed=0)
 
-    def _initial_snapshot(self, commit: str | None = None) -> live.LiveSnapshot:
-        ws = self.cfg.workspace
-        if ws.repo:
-            error = None
-            if self.main:                # rank 0 reads the ref once; every process loads that
-                try:
-                    commit = commit or live.read_ref(live.git_dir(Path(ws.repo)), ws.live_ref)
-                except live.SnapshotError as exc:
-                    error = str(exc)
-            commit, error = D.broadcast_object((commit, error), self.dist)
-            if error is not None:
-                raise live.SnapshotError(error)
-            if commit is None:
-                raise ConfigError(f"{ws.repo} has no {ws.live_ref}: promote a commit through the "
-                                  "gate (or `git update-ref`) before starting the trainer.")
-            return self._load_agreed(commit)
-        if ws.dir:
-            return self._load_agreed(None)
-        raise ConfigError("config.json names no workspace: set workspace.repo (a git workspace) "
-                          "or workspace.dir (a plain folder).")
-
-    def _load_here(self, commit: str | None, export: bool) -> live.LiveSnapshot:
-        """Build the snapshot of `commit` (None: the plain workspace.dir); `export` writes its
-        files into snapshots/ first (rank 0), the other processes build from those files."""
-        ws, into = self.cfg.workspace, self.files.snapshots
-        if commit is not None:
-            if export:
-                return live.load_commit(Path(ws.repo), commit, into, self.check_snapshot)
-            return live.build(into / commit, commit, self.check_snapshot)
-        if export:
-            return live.load_folder(Path(ws.dir), into, self.check_snapshot)
-        return live.build(into / "plain", "", self.check_snapshot)
-
-    def _load_agreed(self, commit: str | None) -> live.LiveSnapshot:
-        """The snapshot loaded on every process, or SnapshotError raised on every process.
-
-        Rank 0 exports and builds first (one writer of snapshots/); the broadcast of its outcome
-        is also the barrier after which the others build from the exported files; a failure on
-        any process is a failure on all (each closes what it built)."""
-        if not self.dist.active:
-            return self._load_here(commit, export=True)
-        new, error = None, None
-        if self.main:
-            try:
-                new = self._load_here(commit, export=True)
-            except live.SnapshotError as exc:
-                error = str(exc)
-        error = D.broadcast_object(error, self.dist)
-        if error is not None:
-            raise live.SnapshotError(error)
-        if not self.main:
-            try:
-                new = self._load_here(commit, export=False)
-            except live.SnapshotError as exc:
-                error = str(exc)
-        errors = [e for e in D.gather_objects(error, self.dist) if e]
-        if errors:
-            if new is not None:
-                new.close()
-            raise live.SnapshotError(errors[0])
-        return new
-
     # ---- hot reload (paper 4.5) -----------------------------------------------------------
     def maybe_reload(self) -> None:
-        """At a step boundary: swap in the live ref's commit if it is new and loads.
-
-        Rank 0 decides (its watcher) and broadcasts the commit, so every process swaps the same
-        commit at the same step; a load failing on any process fails on all (`_load_agreed`)."""
+        """At a step boundary: swap in the live ref's commit if it is new and loads on every
+        process (training.live.AgreedSnapshots); a commit that fails is skipped from then on."""
         if not self.cfg.workspace.repo:
             return
-        commit, seen_at = None, 0.0
-        if self.watcher is not None:
-            self.watcher.check()
-            commit, seen_at = self.watcher.latest()
-            if not commit or commit == self.live.commit or commit in self.failed_commits:
-                commit = None
-        commit = D.broadcast_object(commit, self.dist)
+        commit, seen_at = self.snapshots.next_commit(self.watcher, self.live.commit,
+                                                     self.failed_commits)
         if commit is None:
             return
         t0 = time.monotonic()
         try:
-            new = self._load_agreed(commit)
+            new = self.snapshots.load(commit)
         except live.SnapshotError as exc:
             self.failed_commits.add(commit)
             if self.main:
@@ -502,11 +382,7 @@ class Trainer:
                           generate_s=max(p[1].generate_s for p in parts),
                           env_s=max(p[1].env_s for p in parts),
                           turns=sum(p[1].turns for p in parts))
-        sc = rewards.ScoreStats(errors=sum(p[2].errors for p in parts),
-                                calls=sum(p[2].calls for p in parts))
-        for p in parts:
-            for name, value in p[2].per_module.items():
-                sc.per_module[name] = sc.per_module.get(name, 0.0) + value
+        sc = rewards.ScoreStats.merged([p[2] for p in parts])
         return merged, st, sc, sum(p[3] for p in parts), max(p[4] for p in parts)
 
     def write_trajectories(self, step: int, records: list[dict[str, Any]]) -> None:
@@ -515,85 +391,32 @@ class Trainer:
         keep = records[: self.cfg.trainer.trajectories_per_step]
         metrics.append_lines(path, [{"step": step, **rec} for rec in keep])
 
-    # ---- checkpoints ----------------------------------------------------------------------
-    def _state(self) -> dict[str, tuple[Any, Any]]:
-        """What a checkpoint holds: name -> (module, optimiser); no critic under grpo/infopo."""
-        parts = {"policy": self.models.policy, "actor_optim": self.actor_opt}
-        if self.has_critic:
-            parts.update({"critic": self.models.critic, "critic_optim": self.critic_opt})
-        return parts
-
+    # ---- checkpoints (training/checkpoint.py) -------------------------------------------------
     def save(self, reason: str) -> None:
-        if self.dist.active:
-            # whole state dicts gathered from every process (collective), in the one-process
-            # format (same names, integer optimiser ids); rank 0 alone writes them
-            tensors = {name: D.full_optim_state_dict(obj, self.dist) if name.endswith("_optim")
-                       else D.full_state_dict(obj, self.dist)
-                       for name, obj in self._state().items()}
-            if not self.main:
-                return
-        else:
-            tensors = {name: obj.state_dict() for name, obj in self._state().items()}
-        try:
-            folder = checkpoint.save(
-                self.files.checkpoints, self.step, tensors,
-                {"commit": self.live.commit, "failed_commits": sorted(self.failed_commits),
-                 "algorithm": self.cfg.algorithm.name, "time": time.time()},
-                keep=self.cfg.trainer.keep_checkpoints)
-        except (OSError, RuntimeError) as exc:
-            # a full disk (torch.save reports it as a RuntimeError): checkpoint.save removed its
-            # temporary folder, so the previous whole checkpoint is still the one a resume uses;
-            # say so and train on (tests/faults/test_fault_disk_data.py fills the disk)
-            prev = checkpoint.latest(self.files.checkpoints)
-            usable = prev.name if prev is not None else None
-            free_mb = shutil.disk_usage(self.files.checkpoints).free / 2**20
-            exc = f"{exc}; {free_mb:.0f} MB free on the checkpoint disk"
-            print(f"trainer: checkpoint step-{self.step:06d} could not be written ({exc}); "
-                  + (f"{usable} is still usable." if usable else "no earlier checkpoint exists."),
-                  file=sys.stderr, flush=True)
-            try:
-                self.files.event("checkpoint_failed", step=self.step, error=exc,
-                                 usable=usable, reason=reason)
-            except OSError:
-                pass                  # the disk is full for events.jsonl too: stderr said it
+        """Checkpoint the last finished step (collective: every process calls it)."""
+        tensors = checkpoint.whole_state(
+            checkpoint.run_state(self.models, self.actor_opt, self.critic_opt), self.dist)
+        if tensors is None:           # not rank 0: it gave its shards to the gather
             return
-        self.files.event("checkpoint", step=self.step, path=str(folder.relative_to(self.files.dir)),
-                         reason=reason)
-
-    def _read_checkpoint(self) -> tuple[dict, dict, dict] | None:
-        """(state dicts, meta, RNG state) of the newest whole checkpoint, or None. Every process
-        reads the same folder (rank 0 removed partial ones before the barrier; none is being
-        written now)."""
-        folder = checkpoint.latest(self.files.checkpoints)
-        if folder is None:
-            return None
-        # checkpoints from before algorithm.name existed are all PPO's
-        was = checkpoint.read_meta(folder).get("algorithm", "ppo")
-        if was != self.cfg.algorithm.name:
-            raise ConfigError(f"{folder.name} was trained with algorithm {was} but config.json "
-                              f"says {self.cfg.algorithm.name}: resume with {was}, or start a "
-                              "new run.")
-        names = ["policy", "actor_optim"] + (["critic", "critic_optim"] if self.has_critic else [])
-        return checkpoint.load(folder, names)
+        checkpoint.save_run(self.files, self.step, tensors,
+                            {"commit": self.live.commit,
+                             "failed_commits": sorted(self.failed_commits),
+                             "algorithm": self.cfg.algorithm.name, "time": time.time()},
+                            keep=self.cfg.trainer.keep_checkpoints, reason=reason)
 
     def _resume(self, saved: tuple[dict, dict, dict]) -> int:
         """The optimisers, RNG, step and snapshot of a read checkpoint (weights are loaded
         before the wrapping, in __init__)."""
         tensors, meta, rng = saved
-        for name, opt in (("actor_optim", self.actor_opt), ("critic_optim", self.critic_opt)):
-            if opt is None:           # no critic (grpo, infopo)
-                continue
-            if self.dist.active:      # FSDP: each whole state tensor split like its parameter
-                D.load_full_optim_state_dict(opt, tensors[name], self.dist)
-            else:
-                opt.load_state_dict(tensors[name])
+        checkpoint.restore_optimizers({"actor_optim": self.actor_opt,
+                                       "critic_optim": self.critic_opt}, tensors, self.dist)
         checkpoint.set_rng_state(rng)
         self.step = int(meta["step"])
         self.failed_commits = set(meta.get("failed_commits", []))
         try:
-            self.live = self._initial_snapshot(meta.get("commit") or None)
+            self.live = self.snapshots.initial(meta.get("commit") or None)
         except live.SnapshotError:
-            self.live = self._initial_snapshot()
+            self.live = self.snapshots.initial()
         return self.step
 
     def _drop_lines_past_step(self) -> None:
@@ -605,21 +428,15 @@ class Trainer:
                 path.unlink()
 
     # ---- the loop -------------------------------------------------------------------------
-    def wait_while_held(self, poll_s: float = 0.2) -> bool:
+    def wait_while_held(self) -> bool:
         """At a step boundary: wait while a meta-agent session holds the run (training/hold.py,
-        `orchestrator start --max-lag`); rank 0 reads the hold and every process waits with it.
-        True when it waited."""
-        t0, hold, waited = time.monotonic(), None, False
-        while True:
-            current = hold_mod.blocking(self.files.dir, self.step + 1) if self.main else None
-            if not D.broadcast_object(current is not None, self.dist) or \
-                    D.any_true(self.stop_requested, self.dist):
-                break
-            hold, waited = current or hold, True
-            time.sleep(poll_s)
+        `orchestrator start --max-lag`). True when it waited."""
+        waited, hold, waited_s = hold_mod.wait_at_boundary(
+            self.files.dir, self.step + 1, self.dist, lambda: self.stop_requested,
+            is_main=self.main)
         if waited and self.main:
             self.files.event("held", step=self.step + 1, session=(hold or {}).get("session"),
-                             waited_s=round(time.monotonic() - t0, 3))
+                             waited_s=round(waited_s, 3))
         return waited
 
     def _stop_agreed(self) -> bool:
@@ -629,7 +446,7 @@ class Trainer:
 
     def run(self, stop_at: int | None = None) -> int:
         """Train until trainer.total_steps (or `stop_at`), SIGTERM, or an error; exit code."""
-        heartbeat = Heartbeat(self.files, self.cfg.trainer.heartbeat_s).start() \
+        heartbeat = hold_mod.Heartbeat(self.files, self.cfg.trainer.heartbeat_s).start() \
             if self.main else None
         if self.watcher is not None:
             self.watcher.start()
@@ -649,8 +466,8 @@ class Trainer:
                     self.files.metric(record)
                     print(f"step {self.step}: reward {record['reward/mean']:.3f} "
                           f"turns {record['episode/turns']:.1f} {record['perf/step_s']:.1f}s "
-                          f"commit {record['workspace/commit'][:8] or '-'}", file=sys.stderr,
-                          flush=True)
+                          f"commit {record['workspace/commit'][:8] or '-'}"
+                          + rewards.errors_text(record), file=sys.stderr, flush=True)
                 freq = self.cfg.trainer.save_freq
                 if freq > 0 and self.step % freq == 0:
                     self.save("save_freq")
@@ -682,8 +499,6 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
     out.update(update)
     out.update({"step": step, "time": time.time(), "workspace/commit": commit,
                 "episode/env_errors": sum(rec["error"] is not None for rec in records),
-                "reward/module_errors": score_stats.errors,
-                "reward/module_calls": score_stats.calls,
                 "actor/entropy_coeff": coefs["entropy_coeff"],
                 "actor/kl_loss_coef": coefs["kl_loss_coef"], "actor/lr": coefs["lr"],
                 "perf/step_s": step_s,
@@ -701,8 +516,7 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
                 "perf/update_tokens_per_s": update_tokens / max(update_s, 1e-9),
                 "perf/generated_tokens": stats.generated_tokens,
                 "perf/peak_mem_mb": peak_mb})
-    for name, value in score_stats.per_module.items():
-        out[f"reward/module/{name}"] = value / max(len(records), 1)
+    out.update(score_stats.metrics(len(records)))
     return out
 
 

@@ -42,7 +42,10 @@ def register(sub) -> None:
     p.add_argument("--max-lag", type=int, default=None, metavar="N",
                    help="EAU: the trainer waits for a session N steps behind (see start)")
     p.add_argument("--parallel", type=int, default=1,
-                   help="runs (then evaluations) at once; several 135M runs fit one GPU (default 1)")
+                   help="runs (then evaluations) at once (default 1). On one H200, four 135M "
+                        "runs side by side train 1.34x the episodes a second of one run alone "
+                        "(benchmarks/RESULTS-gpu.md: a step is a chain of small kernels, which "
+                        "other runs fill in); each run holds ~27 GB, so at most five fit")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (training and evaluation)")
     p.add_argument("--eval-episodes", type=int, default=None, metavar="N",
                    help="evaluate the first N test tasks of each gym (a deviation, recorded)")

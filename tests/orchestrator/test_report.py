@@ -155,6 +155,8 @@ def test_report_of_experiment_without_runs_or_evals(tmp_path):
     (tmp_path / "empty").mkdir()
     page = build_report([tmp_path / "empty"], tmp_path / "out").read_text()
     assert "No evaluation yet" in page and "No training metrics yet" in page
+    # the command as it works: eval reads the bench from the experiment
+    assert "run <code>orchestrator eval empty</code> (results go to" in page and "--bench" not in page
 
 
 def _screenshot_module():
@@ -318,3 +320,17 @@ def test_react_and_reflexion_evaluations_are_rows_of_their_own(tmp_path):
             s = json.loads((root / "eval" / eid / "summary.json").read_text())
             (root / "eval" / eid / "summary.json").write_text(json.dumps({**s, "prompting": method}))
     assert [r.method for r in table_rows(load_experiment(root))] == ["Prompting", "ReAct", "Reflexion"]
+
+
+def test_an_unmeasured_intervention_carries_its_whole_reason(tmp_path):
+    exp = _demo(tmp_path)
+    (iv,) = exp.interventions
+    assert iv.effect == "unmeasured" and iv.effect_detail == "reward/mean: the run ended first"
+    path = tmp_path / "demo" / "ledger.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    lines[-1]["reason"] = ("the run ended with reward/mean logged 3 time(s) before step 4 (2 needed) "
+                           "and 5 time(s) from it on (10 needed)")
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    from orchestrator.report_data import load_experiment as load
+    (iv,) = load(tmp_path / "demo").interventions
+    assert iv.effect_detail.endswith("and 5 time(s) from it on (10 needed)")

@@ -104,7 +104,7 @@ def test_a_slot_is_reused_only_for_its_own_prefix_and_gives_the_same_tokens(monk
     holds reuses it too (columns past it are dropped); an unrelated one takes the least recently
     used slot. Every answer equals a fresh engine's."""
     model = _model()
-    engine = _engine(model, slots=2)
+    engine = _engine(model, slots=3)
     a, b = _rand(30, 1), _rand(20, 2)
     first = engine.generate([a, b], max_new_tokens=6, greedy=True)
     widths = _forward_widths(engine, monkeypatch)
@@ -117,6 +117,13 @@ def test_a_slot_is_reused_only_for_its_own_prefix_and_gives_the_same_tokens(monk
     other = _rand(25, 3)
     assert engine.generate([other], max_new_tokens=6, greedy=True) == \
         _engine(_model(), slots=1).generate([other], max_new_tokens=6, greedy=True)
+    # a context that leaves a slot's tokens part way (a reply tokenized otherwise than sampled)
+    # keeps the shared part: only the tokens after it are run
+    diverged = longer[:25] + [11, 12, 13, 14]
+    before = len(widths)
+    kept = engine.generate([diverged], max_new_tokens=6, greedy=True)
+    assert max(w for w in widths[before:] if w > 1) == 4
+    assert kept == _engine(_model(), slots=1).generate([diverged], max_new_tokens=6, greedy=True)
 
 
 def test_changed_weights_forget_every_cache():
@@ -212,3 +219,61 @@ def test_cuda_graph_turns_greedy_equal_plain_on_gpu():
         mine = engine.generate(contexts, max_new_tokens=24, greedy=True)
         assert mine == plain.generate(contexts, 24, greedy=True, stop_ids=[1]), t
         contexts = [c + m + _rand(3 + t, 400 + t) for c, m in zip(contexts, mine)]
+
+
+def test_continuous_rollout_greedy_equals_the_turn_by_turn_rollout(tiny_model_dir, monkeypatch):
+    """The rollout through the KV engine (each episode's turns without waiting for the others,
+    only new tokens prefilled) writes, under greedy decoding, token for token the episodes of
+    the turn-by-turn rollout over transformers' generate: tokens, masks, turn ids and turns.
+
+    The model: a random Llama on SmolLM2's tokenizer (init 0.3, so greedy text varies; untied
+    head) whose end-of-turn row is set, from its own hidden states, to win about one position in
+    six, so that turns end at different lengths and episodes fall out of step."""
+    from pathlib import Path
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from training import policy, rollout as R
+    from training.benches.usergym import BENCH
+    from training.snapshot import Snapshot
+
+    tok = policy.load_tokenizer(str(tiny_model_dir))
+    torch.manual_seed(0)
+    m = LlamaForCausalLM(LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, initializer_range=0.3,
+        tie_word_embeddings=False, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id))
+    models = policy.Models(policy=m.eval(), critic=None, reference=None, tokenizer=tok,
+                           device=torch.device("cpu"), path=str(tiny_model_dir))
+    snap = Snapshot.from_dir(Path(__file__).resolve().parents[2] / "workspace")
+    tasks = BENCH.load_tasks("train", ["persuade", "function", "turtle", "telepathy"])[:8]
+
+    def episodes():
+        out = []
+        for i, task in enumerate(tasks):
+            demos, n = snap.demos_for("usergym", task.gym)
+            out.append(R.start_episode(models, BENCH.make_env(task, snap, seed=i),
+                                       BENCH.system_prompt(task), seed=i, demos=demos, n_demos=n))
+        return out
+
+    def run(backend):
+        monkeypatch.setenv("EAU_ROLLOUT_BACKEND", backend)
+        eps = episodes()
+        R.rollout(models, eps, max_turns=4, response_length=24, temperature=0.0, top_p=1.0,
+                  max_episode_tokens=4096)
+        return eps
+
+    with torch.no_grad():     # calibrate the end-of-turn row on the model's own states
+        ids = torch.tensor([episodes()[0].tokens])
+        h = m.model(input_ids=ids).last_hidden_state[0]                          # (T, H)
+        top = (h @ m.lm_head.weight.t()).max(-1).values                          # (T,)
+        u = h.mean(0) / h.mean(0).norm()
+        ratio = (top / (h @ u))[(h @ u) > 0]
+        m.lm_head.weight[policy.end_of_turn_ids(tok)[-1]] = u * torch.quantile(ratio, 0.85)
+    runs = {backend: run(backend) for backend in ("plain", "kv")}
+    lengths = [sum(ep.mask) for ep in runs["kv"]]
+    assert len(set(lengths)) > 3, lengths              # the episodes fell out of step
+    for a, b in zip(runs["plain"], runs["kv"]):
+        assert (a.tokens, a.mask, a.turn_ids) == (b.tokens, b.mask, b.turn_ids)
+        assert [t["agent"] for t in a.turns] == [t["agent"] for t in b.turns]
+        assert (a.score, a.success, a.truncated) == (b.score, b.success, b.truncated)

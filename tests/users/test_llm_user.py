@@ -81,3 +81,40 @@ def test_bad_llm_config_is_one_clear_error():
         build_llm_users({"x": {"kind": "magic"}})
     with pytest.raises(LLMUserConfigError, match="no model"):
         build_llm_users({"x": {"kind": "local", "model": "/nonexistent"}})
+
+
+def test_local_user_keeps_each_conversation_cached_and_answers_as_generate(tiny_model_dir,
+                                                                           monkeypatch):
+    """The local LLM user decodes through the policy's KV engine: greedy replies equal
+    transformers' generate (EAU_ROLLOUT_BACKEND=plain), and at a conversation's next turn only the
+    new exchange is run, not the system prompt and history again."""
+    def conversation(turn):
+        history = []
+        for t in range(turn):
+            history += [{"role": "agent", "content": f"Question {t}?"},
+                        {"role": "user", "content": f"Answer {t}."}]
+        history.append({"role": "agent", "content": f"Question {turn}?"})
+        return UserState(gym="intention", task=TASK, turn=turn, agent_message=history[-1]["content"],
+                         history=history, revealed={}, knobs={"temperature": 0.0},
+                         persona="", extra={"user_role": "You want a trip planned."})
+
+    user = LocalLLMUser.from_dir(tiny_model_dir, max_new_tokens=6)
+    plain = LocalLLMUser.from_dir(tiny_model_dir, max_new_tokens=6)
+    widths = []
+    first = user.respond_batch([conversation(0)])
+    forward = user.engine().decoder.forward
+
+    def spy(*args, **kw):
+        widths.append(kw["input_ids"].shape[1])
+        return forward(*args, **kw)
+
+    monkeypatch.setattr(user.engine().decoder, "forward", spy)
+    later = user.respond_batch([conversation(2)])
+    prompt = len(user.tokenizer.encode(user.tokenizer.apply_chat_template(
+        user_messages(conversation(2)), tokenize=False, add_generation_prompt=True),
+        add_special_tokens=False))
+    assert max(widths) < prompt / 2                 # the system prompt and history stayed cached
+    monkeypatch.setenv("EAU_ROLLOUT_BACKEND", "plain")
+    assert [r.text for r in first + later] == \
+        [r.text for r in plain.respond_batch([conversation(0)]) + plain.respond_batch(
+            [conversation(2)])]

@@ -22,7 +22,7 @@ FACTS = (
 TASK = Task(id="t1", gym="travel", split="train", prompt="Book me a hotel.", facts=FACTS)
 KNOBS = {"facts_per_reply": 1, "match_threshold": 0.5, "volunteer_interval": 0, "max_reveals": 8,
          "withhold_kinds": []}
-KINDS = {"preference", "return", "shape", "concern"}
+KINDS = {"preference", "return", "shape", "concern", "category", "attribute"}
 
 
 def state(msg, turn=1, revealed=None, act="action", **knobs):
@@ -139,3 +139,42 @@ def test_turn_counters_and_knob_references():
     assert u.respond(state("What is your budget?", turn=1, revealed={"budget": 1})).rule_id == "known"
     assert u.respond(state("Hi?", turn=3)).rule_id == "asked-twice"      # questions_asked = turn here
     assert u.respond(state("Hi?", turn=4, max_reveals=4)).rule_id == "late"
+
+
+# Telepathy's prompt says "I am thinking of a musical instrument": that is stated, the rest hidden.
+PIANO = Task(id="t2", gym="telepathy", split="train", prompt="I am thinking of a musical instrument.",
+             facts=(Fact("keys", "attribute", "It has keys.", ("keys",)),),
+             stated=(Fact("category", "category", "It is a musical instrument.", ("musical", "instrument")),))
+
+
+def ask(msg, revealed=None, **knobs):
+    s = UserState(gym="telepathy", task=PIANO, turn=1, agent_message=msg, history=[],
+                  revealed=dict(revealed or {}), questions_asked=1, knobs={**KNOBS, **knobs},
+                  extra={"act": "action"})
+    return user().respond(s)
+
+
+def test_a_stated_fact_is_confirmed_but_never_disclosed():
+    """The user answers what its prompt says truthfully (before, with the category hidden fact
+    dropped, "Is it an instrument?" got "No."), and the answer discloses nothing: no fact in
+    revealed_facts, so elicited_fact pays nothing and max_reveals is not spent."""
+    r = ask("Is it an instrument?")
+    assert (r.text, r.revealed_facts, r.rule_id) == ("Yes.", (), "yesno-bare")
+    assert ask("Is it a fruit?").text == "No."
+    both = ask("Is it an instrument with keys?")          # the hidden fact it also touches is told
+    assert both.text == "Yes. It has keys." and both.revealed_facts == ("keys",)
+    assert ask("Is it an instrument?", max_reveals=0).text == "Yes."
+
+
+def test_any_word_of_a_stated_fact_confirms_it_whatever_the_threshold():
+    """match_threshold sets how precisely a question must ask to be told a hidden fact; one word of
+    the prompt's "musical instrument" at 1.0 still gets a yes, a hidden fact's half match does not."""
+    assert ask("Is it musical?", match_threshold=1.0).text == "Yes."
+    assert ask("Does it have keys?", match_threshold=1.0).text == "Yes. It has keys."
+
+
+def test_withholding_a_stated_kind_leaves_the_prompts_word_confirmed():
+    """withhold_kinds hides facts; a stated one was never hidden, so withholding its kind changes
+    no answer, while withholding a hidden kind still silences it."""
+    assert ask("Is it an instrument?", withhold_kinds=["category"]).text == "Yes."
+    assert ask("Does it have keys?", withhold_kinds=["attribute"]).revealed_facts == ()

@@ -47,8 +47,15 @@ class Task:
     prompt: str               # the (underspecified) first request the agent sees
     facts: tuple[Fact, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)   # gym-specific payload (answers, tests, ...)
+    # What the prompt already tells the agent about the user's subject (Telepathy's "I am thinking
+    # of a fruit": Fact(kind="category", text="It is a fruit.")). The user confirms it when asked,
+    # so it never contradicts the prompt, but it was never hidden: telling it is no disclosure
+    # (never in revealed_facts, so no reward, no leak, no max_reveals spent; withhold_kinds leaves
+    # it alone).
+    stated: tuple[Fact, ...] = ()
 
     def fact_kinds(self) -> set[str]:
+        """The kinds of the hidden facts (what withhold_kinds and a rule's `kinds` may name)."""
         return {f.kind for f in self.facts}
 
 

@@ -40,6 +40,7 @@ class LocalLLMUser:
         self.max_new_tokens = max_new_tokens
         self.seed = seed
         self.calls = 0
+        self._engine = None
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
 
@@ -52,6 +53,17 @@ class LocalLLMUser:
         tok = AutoTokenizer.from_pretrained(str(path))
         model = AutoModelForCausalLM.from_pretrained(str(path)).to(device).eval()
         return cls(model, tok, **kw)
+
+    def engine(self):
+        """This user's KV engine over its model, made on first use."""
+        if self._engine is None:
+            from training.kvengine import KVEngine
+            from training.policy import end_of_turn_ids
+
+            tok = self.tokenizer
+            self._engine = KVEngine(self.model, slots=8, stop_ids=end_of_turn_ids(tok),
+                                    pad_id=tok.pad_token_id)
+        return self._engine
 
     def respond(self, state: UserState) -> UserReply:
         return self.respond_batch([state])[0]
@@ -72,10 +84,27 @@ class LocalLLMUser:
         return replies  # type: ignore[return-value]
 
     def _generate(self, conversations: list[list[dict[str, str]]], temperature: float) -> list[str]:
+        import os
+
         import torch
 
         tok = self.tokenizer
         prompts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
+        if os.environ.get("EAU_ROLLOUT_BACKEND", "kv") == "kv":
+            # the policy's fast path (training/kvengine.py): each conversation keeps its cache in
+            # a slot of this user's engine, so a turn runs only the new exchange, and decoding is
+            # a CUDA-graph replay per token on GPU
+            ids = [tok.encode(p, add_special_tokens=False) for p in prompts]
+            torch.manual_seed(self.seed + self.calls)
+            self.calls += 1
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                new = self.engine().generate(ids, max_new_tokens=self.max_new_tokens,
+                                             temperature=temperature, greedy=temperature <= 0)
+            finally:
+                self.model.train(was_training)
+            return tok.batch_decode(new, skip_special_tokens=True)
         tok.padding_side = "left"
         batch = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         batch = {k: v.to(self.model.device) for k, v in batch.items()}     # input_ids (B, P)
@@ -166,3 +195,35 @@ def training_users(default: Any | None, specs: dict[str, dict[str, Any]], *, ref
             raise LLMUserConfigError(f"rollout.user_llms.{name}: kind {kind!r} is not one of "
                                      f"reference, local, http.")
     return LLMRouter(backends) if backends else None
+
+
+def run_users(cfg, models) -> LLMRouter | None:
+    """The LLM arm of a training run, from its config: None (symbolic arm only), the frozen
+    reference model answering as the user (rollout.user_llm "reference": batched across
+    episodes through its KV engine; sharing the reference spares the CPU demo a third model in
+    memory) and the named users of rollout.user_llms (another local model, an OpenAI-compatible
+    server), routed by the workspace's user.<gym>.llm."""
+    specs = dict(cfg.rollout.user_llms)
+    if cfg.rollout.user_llm == "none" and not specs:
+        return None
+    built: list = []
+
+    def reference():
+        if built:
+            return built[0]
+        from training.policy import load_tokenizer
+
+        model = models.reference
+        if model is None:        # LoRA: the policy's base is not frozen on its own; load one
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained(models.path).eval()
+            model.requires_grad_(False).to(models.device)
+        built.append(LocalLLMUser(model, load_tokenizer(models.path),
+                                  max_new_tokens=cfg.rollout.user_response_length,
+                                  seed=cfg.trainer.seed))
+        return built[0]
+
+    return training_users(reference() if cfg.rollout.user_llm == "reference" else None,
+                          specs, reference=reference, device=str(models.device),
+                          max_new_tokens=cfg.rollout.user_response_length,
+                          seed=cfg.trainer.seed)

@@ -25,9 +25,11 @@ empty reply with rule_id None.
 Conditions (`when`); a number may be written as {"knob": NAME}, read from `user.<gym>.NAME`:
   act: [..]            the agent's act: "question" (an [action] that asks something), "action",
                        "answer", "search", "other"
-  matched: bool        the message matches a revealable fact (similarity >= match_threshold)
+  matched: bool        the message matches a revealable fact (similarity >= match_threshold) or
+                       touches a fact the task states (any of its keywords; see below)
   matched_revealed: bool  it matches a fact already disclosed
-  regex / not_regex    Python regex searched (case-insensitive) in the agent's message
+  regex / not_regex    regex searched (case-insensitive) in the agent's message, on RE2: Python's
+                       syntax without backreferences or lookaround (training/users/rule_regex.py)
   min_turn, max_turn   bounds on the turn number (1-based)
   min_questions        questions asked so far, this one included
   every                turn % n == 0 (n <= 0 never holds); e.g. {"knob": "volunteer_interval"}
@@ -37,6 +39,14 @@ Conditions (`when`); a number may be written as {"knob": NAME}, read from `user.
 Knobs (`user.<gym>`, workspace/knobs.json): facts_per_reply (most facts in one reply),
 match_threshold (similarity a question needs to match a fact), volunteer_interval (used through
 `every`), max_reveals (budget of disclosures per episode), withhold_kinds (fact kinds never revealed).
+
+A stated fact (Task.stated: Telepathy's "I am thinking of a fruit") is what the agent's prompt
+already says. A message touching it counts as `matched`, but "reveal": "matched" discloses only the
+hidden facts, so a rule that would disclose nothing else does not fire and a "none" rule answers it
+(UserGym's yesno-bare: "Yes."): the user confirms its prompt instead of denying it, and tells
+nothing, so nothing is paid or counted. Any one keyword confirms it: match_threshold sets how
+precisely a question must ask to be told a hidden fact, and confirming a stated one tells nothing.
+withhold_kinds never applies to a stated fact (the prompt has already said it).
 
 The two defects of the paper's run (appendix A.2, table 7) do not exist here:
 - max_reveals counts EVERY disclosure, a repeated disclosure of a fact already revealed included;
@@ -55,6 +65,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from training.benches.base import Fact, Task, UserReply, UserState
+from training.users.rule_regex import LinearRegex, RuleRegexError, compile_pattern
 
 ACTS = ("question", "action", "answer", "search", "other")
 REVEALS = ("matched", "next", "none")
@@ -91,13 +102,20 @@ def word_hit(word: str, bag: set[str]) -> bool:
     return any(len(w) >= 4 and (w.startswith(word) or word.startswith(w)) for w in bag)
 
 
+def key_hit(keyword: str, bag: set[str]) -> bool:
+    """Whether a message whose words are `bag` touches `keyword` (a word or a short phrase): each
+    of its words is a `word_hit`."""
+    ws = words(keyword)
+    return bool(ws) and all(word_hit(w, bag) for w in ws)
+
+
 def similarity(message: str, fact: Fact) -> float:
     """How well `message` touches `fact`'s keywords, in [0, 1] (see the module docstring)."""
     keywords = fact.keywords or tuple(w for w in words(fact.text) if len(w) >= 4)[:4]
     if not keywords:
         return 0.0
     bag = set(words(message))
-    hits = sum(1 for kw in keywords if (ws := words(kw)) and all(word_hit(w, bag) for w in ws))
+    hits = sum(1 for kw in keywords if key_hit(kw, bag))
     return min(1.0, hits / min(2, len(keywords)))
 
 
@@ -133,8 +151,8 @@ class Rule:
     say: str
     gyms: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
-    regex: re.Pattern | None = None
-    not_regex: re.Pattern | None = None
+    regex: LinearRegex | None = None
+    not_regex: LinearRegex | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +186,7 @@ def _compile_one(raw: Any, index: int, fact_kinds: set[str], knob_names: tuple[s
     when = raw.get("when", {})
     if not isinstance(when, dict):
         raise _fail(rid, "when", when, "expected an object of conditions")
-    compiled: dict[str, re.Pattern] = {}
+    compiled: dict[str, LinearRegex] = {}
     for key, value in when.items():
         field = f"when.{key}"
         if key == "act":
@@ -181,9 +199,9 @@ def _compile_one(raw: Any, index: int, fact_kinds: set[str], knob_names: tuple[s
             _check_number(rid, field, value, knob_names)
         elif key in _REGEX_CONDS:
             try:
-                compiled[key] = re.compile(value, re.I)
-            except (re.error, TypeError) as exc:
-                raise _fail(rid, field, value, f"not a valid regular expression ({exc})") from None
+                compiled[key] = compile_pattern(value)
+            except RuleRegexError as exc:
+                raise _fail(rid, field, value, str(exc)) from None
         else:
             raise _fail(rid, field, value, "unknown condition")
     reveal = raw.get("reveal", "none")
@@ -291,8 +309,11 @@ class _Context:
         self.revealable = [f for f in state.task.facts if f.kind not in withheld]
         threshold = float(k.get("match_threshold", 0.5))
         # only a message that speaks to the user (a question, a plain action) can match a fact
-        self.matches = [] if self.act in ("answer", "search") else \
-            match_facts(state.agent_message, self.revealable, threshold)
+        speaks = self.act not in ("answer", "search")
+        self.matches = match_facts(state.agent_message, self.revealable, threshold) if speaks else []
+        # stated facts the message touches: confirmed, never disclosed (module docstring)
+        self.confirmed = [f for f in state.task.stated if similarity(state.agent_message, f) > 0] \
+            if speaks else []
         self.per_reply = max(0, int(k.get("facts_per_reply", 1)))
         # every disclosure counts, repeats included (paper table 7, max_reveals defect)
         self.budget = max(0, int(k.get("max_reveals", 8)) - sum(state.revealed.values()))
@@ -331,6 +352,10 @@ class _Context:
         return not rule.kinds or fact.kind in rule.kinds
 
     def _matched(self, rule: Rule) -> list[Fact]:
+        """The hidden facts the message matches, then the stated ones it touches."""
+        return self._disclosable(rule) + [f for f in self.confirmed if self._kind_ok(rule, f)]
+
+    def _disclosable(self, rule: Rule) -> list[Fact]:
         return [f for f, _ in self.matches if self._kind_ok(rule, f)]
 
     def _unrevealed(self, rule: Rule) -> list[Fact]:
@@ -339,7 +364,7 @@ class _Context:
 
     def to_reveal(self, rule: Rule) -> list[Fact]:
         if rule.reveal == "matched":
-            facts = self._matched(rule)
+            facts = self._disclosable(rule)
         elif rule.reveal == "next":
             facts = self._unrevealed(rule)
         else:

@@ -6,7 +6,7 @@ import pytest
 
 from training.benches.base import Fact, Task
 from training.benches.usergym.travel import TravelEnv
-from usergym_helpers import make, snapshot
+from usergym_helpers import make, run, snapshot
 
 
 def rewards(env, actions):
@@ -97,7 +97,7 @@ def test_tau_pays_one_or_zero_on_the_write_call(call, paid):
 
 def _travel_task(aspects=("hotel", "car")):
     prefs = {"hotel": {"parking": "yes", "pool": "no"}, "car": {"size": "suv", "gps": "yes"}}
-    facts = tuple(Fact(f"{a}.{k}", "preference", f"For the {a}, I want {k}: {v}.", (a, k))
+    facts = tuple(Fact(f"{a}.{k}", "preference", f"For the {a}, I want {k}: {v}.", (k, f"{a} {k}"))
                   for a in aspects for k, v in prefs[a].items())
     return Task("v1", "travel", "train", "I need a hotel and a car.", facts,
                 {"aspects": [{"aspect": a, "city": "Porto", "date": "March 3", "preferences": prefs[a]} for a in aspects]})
@@ -118,9 +118,13 @@ def test_travel_scores_best_answer_per_aspect_averaged():
 
 
 def test_travel_rewards_preference_elicitation_once():
+    """Elicitation names the aspect and the attribute; the aspect alone, a word of the prompt,
+    earns nothing and is told nothing."""
     env = make(_travel_task())
-    assert rewards(env, ["[action] Do you need parking at the hotel?", "[action] Parking at the hotel, again?",
-                         "[action] Hi."]) == [pytest.approx(0.1), 0.0, 0.0]
+    steps = run(env, ["[action] What do you need from the hotel?", "[action] Do you need parking at the hotel?",
+                      "[action] Parking at the hotel, again?", "[action] Hi."])
+    assert [s[1] for s in steps] == [0.0, pytest.approx(0.1), 0.0, 0.0]
+    assert steps[0][4]["revealed_facts"] == [] and steps[1][4]["revealed_facts"] == ["hotel.parking"]
 
 
 def test_function_predicate_weight_adds_probe_shaping():

@@ -14,6 +14,7 @@ summed over the episode. Function adds EAU's predicate term (reward.predicate_we
 Task JSONL (`data/<gym>/{train,test}.jsonl`), one object per line, the same for every gym:
   {"id": str, "gym": str, "split": "train"|"test", "prompt": str,
    "facts": [{"id", "kind", "text", "keywords": [str], "importance": int}],
+   "stated": [...facts as above...],      only where the prompt states one (Task.stated; telepathy)
    "data": {...gym-specific payload, documented in the gym's module...}}
 """
 from __future__ import annotations
@@ -232,18 +233,27 @@ class UserGymEnv(TextEnv):
 
 # ---------------------------------------------------------------- task files
 
+def _fact_to_json(f: Fact) -> dict[str, Any]:
+    return {"id": f.id, "kind": f.kind, "text": f.text, "keywords": list(f.keywords), "importance": f.importance}
+
+
+def _fact_from_json(f: dict[str, Any]) -> Fact:
+    return Fact(id=f["id"], kind=f["kind"], text=f["text"], keywords=tuple(f.get("keywords", ())),
+                importance=int(f.get("importance", 1)))
+
+
 def task_to_json(task: Task) -> dict[str, Any]:
-    return {"id": task.id, "gym": task.gym, "split": task.split, "prompt": task.prompt,
-            "facts": [{"id": f.id, "kind": f.kind, "text": f.text, "keywords": list(f.keywords),
-                       "importance": f.importance} for f in task.facts],
-            "data": task.data}
+    obj = {"id": task.id, "gym": task.gym, "split": task.split, "prompt": task.prompt,
+           "facts": [_fact_to_json(f) for f in task.facts], "data": task.data}
+    if task.stated:          # written only where there is one, so the other gyms' files stay as they were
+        obj["stated"] = [_fact_to_json(f) for f in task.stated]
+    return obj
 
 
 def task_from_json(obj: dict[str, Any]) -> Task:
-    facts = tuple(Fact(id=f["id"], kind=f["kind"], text=f["text"], keywords=tuple(f.get("keywords", ())),
-                       importance=int(f.get("importance", 1))) for f in obj.get("facts", []))
-    return Task(id=obj["id"], gym=obj["gym"], split=obj["split"], prompt=obj["prompt"], facts=facts,
-                data=obj.get("data", {}))
+    return Task(id=obj["id"], gym=obj["gym"], split=obj["split"], prompt=obj["prompt"],
+                facts=tuple(_fact_from_json(f) for f in obj.get("facts", [])), data=obj.get("data", {}),
+                stated=tuple(_fact_from_json(f) for f in obj.get("stated", [])))
 
 
 def write_jsonl(path: Path, tasks: Iterable[Task]) -> None:

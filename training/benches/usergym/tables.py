@@ -6,6 +6,9 @@ above it; `generate.py` combines them with a seeded RNG into the shipped JSONL t
 from __future__ import annotations
 
 # Telepathy entities: "name|category|phrase:keyword;phrase:keyword;..."; fact text "It <phrase>."
+# A keyword the agent's prompt hits is left out of the shipped task (generate.py), so a fact needs
+# one the prompt lacks: "stars", not "star", which the system prompt's "starts" hits by prefix
+# (a question saying "star" still hits "stars").
 ENTITIES = """
 Apple|fruit|is red or green:green;grows on trees:tree;is crunchy:crunchy
 Banana|fruit|is yellow:yellow;is long and curved:curved;grows in the tropics:tropic
@@ -115,9 +118,9 @@ Wrench|tool|turns bolts:bolt;is made of metal:metal;is adjustable:adjust
 Paintbrush|tool|is used to paint:paint;has bristles:bristle;is held in one hand:hand
 Umbrella|tool|protects from rain:rain;can be folded:fold;has a handle:handle
 Compass|tool|points north:north;is used for navigation:navigat;has a needle:needle
-Telescope|tool|is used to see far away:far;is used to look at stars:star;has lenses:lens
+Telescope|tool|is used to see far away:far;is used to look at stars:stars;has lenses:lens
 Thermometer|tool|measures temperature:temperature;is used when sick:sick;shows numbers:number
-Sun|celestial body|is a star:star;gives light:light;is very hot:hot
+Sun|celestial body|is a star:stars;gives light:light;is very hot:hot
 Moon|celestial body|orbits the Earth:orbit;has craters:crater;is seen at night:night
 Mars|celestial body|is a planet:planet;is red:red;has two moons:moons
 Jupiter|celestial body|is a planet:planet;is the largest planet:largest;has a great red spot:spot

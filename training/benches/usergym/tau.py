@@ -127,7 +127,10 @@ def generate(rng: random.Random, n: int) -> list[Task]:
                                                             "items": items}
         target = rng.choice(list(orders))
         order = orders[target]
-        facts = [Fact("name", "identity", f"My name is {first} {last}.", ("name",)),
+        # "name" alone is a word of the system prompt's tool-call format ({"name": TOOL, ...}), so
+        # the name is keyed by phrases a question about it says and the prompt does not
+        facts = [Fact("name", "identity", f"My name is {first} {last}.",
+                      ("your name", "full name", "last name")),
                  Fact("zip", "identity", f"My zip code is {zip_code}.", ("zip", "postal")),
                  Fact("order", "order", f"The order is {target}.", ("order number", "order id", "which order"))]
         if order["status"] == "pending":

@@ -18,7 +18,9 @@ Knobs (env.travel, paper table 8): search_failure_interval (every n-th search fa
 elicitation_interval (after n turns in a row without a question the user nudges that preferences
 are unasked; 0 never), noise_choice_number and wrong_choice_number (options of each kind per search).
 
-Task data: facts are the preferences, Fact(kind="preference", keywords=(aspect, attribute));
+Task data: facts are the preferences, Fact(id="hotel.parking", kind="preference",
+keywords=("parking", "hotel parking")): the attribute alone matches half (the user reveals it), with
+the aspect in full (elicitation pays); the aspect alone is no key, as every aspect is in the prompt;
 `data` = {"aspects": [{"aspect", "city", "date", "preferences": {attribute: value}}]}.
 """
 from __future__ import annotations
@@ -105,7 +107,7 @@ class TravelEnv(UserGymEnv):
         interval = int(self.env_knobs["elicitation_interval"])
         unasked = [f for f in self.task.facts if f.id not in self.elicited]
         if interval > 0 and self.no_question_run >= interval and unasked:
-            aspect = unasked[0].keywords[0]
+            aspect = unasked[0].id.split(".")[0]
             out.obs = (out.obs + f"\n(The user adds: I also have preferences about the {aspect} that you "
                        f"have not asked about.)").strip()
             out.info["nudged"] = True
@@ -159,8 +161,11 @@ def generate(rng: random.Random, n: int) -> list[Task]:
             prefs = {k: rng.choice(attrs[k]) for k in sorted(rng.sample(sorted(attrs), 2))}
             aspects.append({"aspect": aspect, "city": city, "date": f"March {day}", "preferences": prefs})
             for k, v in prefs.items():
+                # the aspect is no key of its own: the prompt names it ("I need a hotel in
+                # Lisbon"), so with keys (aspect, attribute) an agent that repeated its prompt was
+                # told a preference of every aspect
                 facts.append(Fact(id=f"{aspect}.{k}", kind="preference",
-                                  text=f"For the {aspect}, I want {k}: {v}.", keywords=(aspect, k)))
+                                  text=f"For the {aspect}, I want {k}: {v}.", keywords=(k, f"{aspect} {k}")))
         parts = {"flight": f"a flight to {city} on March {day}", "hotel": f"a hotel in {city}",
                  "restaurant": f"a restaurant in {city} for dinner", "car": f"a rental car in {city}"}
         prompt = "I need " + ", ".join(parts[a["aspect"]] for a in aspects) + "."

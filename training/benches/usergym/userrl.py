@@ -13,7 +13,9 @@ What each gym keeps, and whether its tasks run offline in our environments:
   details in ground_truth only (importance 2 assumed) -> runnable.
 - persuade: the claim; the reference argument's sentences become the user's reasons -> runnable.
 - turtle: title, surface, bottom; the bottom's sentences become the key points -> runnable.
-- telepathy: the entity (title) and its description; description clauses become attributes -> runnable.
+- telepathy: the entity (title) and its description; description clauses become attributes; the
+  category the prompt names is stated (telepathy.stated_category), the file's label hidden where the
+  prompt lacks it -> runnable.
 - tau: the user's request; the test pool adds the instruction and the annotated actions, whose last
   write call is the goal. tau-bench's database is not in these files, so read tools cannot answer ->
   not runnable (make_env says so); loaded for inspection and for counting.
@@ -28,9 +30,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from training.benches.base import Fact, Task
-from training.benches.usergym import function
+from training.benches.usergym import function, telepathy
 from training.benches.usergym.common import TaskFileError
-from training.users.symbolic import word_hit, words
+from training.users.symbolic import key_hit, word_hit, words
 
 PARQUET = {"travel": "travel_multiturn_onechoice", "function": "function_multiturn",
            "persuade": "persuasion_multiturn", "tau": "tau_multiturn", "turtle": "turtle_multiturn",
@@ -113,8 +115,9 @@ def _convert(gym: str, split: str, i: int, row: dict, pool: dict,
                                  data={"source": "userrl", **data}))
 
     facts, data = _CONVERT[gym](rm, pool, shown)
+    stated = telepathy.stated_category(prompt) if gym == "telepathy" else ()
     return Task(id=tid, gym=gym, split=split, prompt=prompt, facts=tuple(facts),
-                data={"source": "userrl", **data})
+                data={"source": "userrl", **data}, stated=stated)
 
 
 def _function(rm: dict, pool: dict, shown):
@@ -179,15 +182,25 @@ def _turtle(rm: dict, pool: dict, shown):
 
 def _telepathy(rm: dict, pool: dict, shown):
     title = rm.get("title") or ""
-    desc = str(rm.get("ground_truth") or "").split(" - ", 1)[-1]
-    clauses = [c.strip() for c in re.split(r",|\band\b", desc) if keywords(c.strip(), 1)]
-    facts = [Fact(id="category", kind="category", text=f"It is in the category {rm.get('category')}.",
-                  keywords=(str(rm.get("category") or "thing").replace("_", " "),))]
-    facts += [Fact(id=f"a{j}", kind="attribute", text=f"It is {c}.", keywords=keywords(c, 1))
-              for j, c in enumerate(clauses[:5])]
     name = str(rm.get("ground_truth") or title).split(" - ", 1)[0]
-    return facts, {"entity": name, "aliases": [title] if title and title != name else [],
-                   "category": rm.get("category") or "", "runnable": True}
+    data = {"entity": name, "aliases": [title] if title and title != name else [],
+            "category": rm.get("category") or "", "runnable": True}
+    seen = shown(data)
+    desc = str(rm.get("ground_truth") or "").split(" - ", 1)[-1]
+    # attribute keys leave out the prompt's words too: keyed by the description alone, 8 of the 41
+    # test tasks had a key the prompt holds ("mountain" for "a famous mountain", "environment" from
+    # the system prompt); 4 of 1,359 train attributes keep no key and are left out
+    clauses = [c for c in (c.strip() for c in re.split(r",|\band\b", desc)) if keywords(c, 1, shown=seen)]
+    # The prompt names the category ("I am thinking of a fruit"): _convert makes that the task's
+    # stated fact. The file's own label is hidden only where the prompt lacks it ("food" beside the
+    # prompt's "fruit": 5 of the 41 test tasks, 94 of 360 train); kept everywhere, the user revealed
+    # it to the prompt sent back in the other 36 test tasks.
+    label = str(rm.get("category") or "thing").replace("_", " ")
+    facts = [] if key_hit(label, set(words(seen))) else \
+        [Fact(id="label", kind="category", text=f"It is in the category {label}.", keywords=(label,))]
+    facts += [Fact(id=f"a{j}", kind="attribute", text=f"It is {c}.", keywords=keywords(c, 1, shown=seen))
+              for j, c in enumerate(clauses[:5])]
+    return facts, data
 
 
 def _tau(rm: dict, pool: dict, shown):
