@@ -15,9 +15,12 @@ An arm is a new experiment holding the source's history up to a run (its last by
    trajectories are the history the meta-agent and the report read), and the ledger's lines;
 3. its own copy of the experience pool, so what one arm learns never reaches the other
    (experiment.json `experience_dir`; sessions read and write it, evaluation is walled off it);
-4. one new run, resumed from the same checkpoint in every arm (the run's newest, or --checkpoint),
-   trained for --steps more steps (default: as many as the source run had), with the source
-   run's config;
+4. one new run from the same checkpoint in every arm (the run's newest, or --checkpoint), with the
+   source run's config: a whole checkpoint (a stopped run's) is resumed exactly, its steps
+   continuing, for --steps more (default: as many as the source run had); a run that ended
+   keeps only its policy (orchestrator/prune.py), so the arm's run starts from that policy
+   (`python -m training.export_policy`, model.path) with a fresh critic, optimiser and step count,
+   for --steps (default the source run's length). experiment.json `forked_from.start` says which;
 5. experiment.json `control`: what `orchestrator start` uses unless --control is given, and a cap
    of runs that ends the experiment with that run (--max-runs allows more: an inter-run arm's
    review after the run then starts the next one).
@@ -27,8 +30,11 @@ has sessions during the run, the inter-run arm none. The source experiment is no
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -95,9 +101,10 @@ def fork_experiment(source: str, control: str, runs_dir: Path | str, *, name: st
         pool = dest / "experience"
         shutil.copytree(src.pool, pool) if src.pool.is_dir() else pool.mkdir()
         new_run = _forked_run(src, run, checkpoint, dest, ws, steps, len(names[:k + 1]) + 1)
+        start = "resumed" if new_run["from_checkpoint"] else "policy"
         _copy_ledger(src.dir, dest, set(names[k + 1:]))
         fork = {"experiment": source, "run": run, "checkpoint": checkpoint, "commit": at,
-                "control": control, "time": time.time()}
+                "control": control, "start": start, "time": time.time()}
         ledger.append_line(dest, {"type": "control", "action": "fork", "key": f"fork-{name}",
                                   "status": "honoured", "run": run, "new_run": new_run["name"],
                                   "from_checkpoint": checkpoint, "control": control,
@@ -114,26 +121,60 @@ def fork_experiment(source: str, control: str, runs_dir: Path | str, *, name: st
     return dest
 
 
+def _whole(folder: Path) -> bool:
+    """Whether a checkpoint still holds what a resume reads (orchestrator/prune.py slims ended
+    runs' checkpoints to their policy)."""
+    from orchestrator.prune import RESUME_FILES, STATE
+
+    try:
+        state = json.loads((folder / STATE).read_text())
+    except (OSError, ValueError):
+        return False
+    return not state.get("policy_only") and all((folder / f).exists() for f in RESUME_FILES)
+
+
+def _export_policy(checkpoint: Path, out: Path) -> None:
+    """The checkpoint's policy as a model folder, in a subprocess (the orchestrator never
+    imports torch)."""
+    from orchestrator.paths import project_root
+
+    proc = subprocess.run([sys.executable, "-m", "training.export_policy", str(checkpoint), str(out)],
+                          cwd=project_root(), capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        raise UserError(f"the policy of {checkpoint} could not be exported "
+                        f"({lines[-1] if lines else f'exit {proc.returncode}'}).")
+
+
 def _forked_run(src, run: str, checkpoint: str, dest: Path, ws: Workspace, steps: int | None,
                 number: int) -> dict[str, Any]:
-    """run-NNN of the arm: the source run's config (its workspace the arm's, its length
-    `steps` past the checkpoint) and the checkpoint, resumed by the next `orchestrator start`."""
+    """run-NNN of the arm, with the source run's config (its workspace the arm's): a whole
+    checkpoint resumed for `steps` more steps, or a new run from the checkpoint's policy
+    (module docstring)."""
     config = json.loads((src.dir / run / "config.json").read_text())
-    at_step = int(_STEP.match(checkpoint).group(1))
+    source = src.dir / run / "checkpoints" / checkpoint
     config["workspace"]["repo"] = str(ws.path)
     length = steps if steps is not None else int(config["trainer"]["total_steps"])
     if length < 1:
         raise UserError(f"--steps {length}: the forked run needs at least one step.")
-    config["trainer"]["total_steps"] = at_step + length
     name = f"run-{number:03d}"
     folder = dest / name
     folder.mkdir()
+    whole = _whole(source)
+    if whole:           # hard links, as Experiment.new_run copies a checkpoint: no disk
+        config["trainer"]["total_steps"] = int(_STEP.match(checkpoint).group(1)) + length
+        shutil.copytree(source, folder / "checkpoints" / checkpoint, copy_function=os.link)
+    else:
+        model = dest / "models" / f"{run}-{checkpoint}"
+        _export_policy(source, model)
+        config["model"] = {**config["model"], "path": str(model), "lora_rank": 0}
+        config["trainer"]["total_steps"] = length
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    shutil.copytree(src.dir / run / "checkpoints" / checkpoint, folder / "checkpoints" / checkpoint)
     live = ws.rev(LIVE_REF)
     ws.tag(f"{name}-start", live)
     return {"name": name, "reason": "fork", "state": "created", "start_commit": live,
-            "from_run": run, "from_checkpoint": checkpoint, "created": time.time()}
+            "from_run": run, "from_checkpoint": checkpoint if whole else None,
+            "from_policy": None if whole else f"{run}/{checkpoint}", "created": time.time()}
 
 
 def _copy_ledger(src_dir: Path, dest: Path, dropped_runs: set[str]) -> None:
