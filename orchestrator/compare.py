@@ -25,6 +25,9 @@ What happens, and why:
    number of seeds, n=1 where one seed gives no spread; the share of refused actions; the
    overall mean), and `report/` (`orchestrator report` of all the experiments: the paper's
    table and every run's curves with its interventions marked).
+4. results.json keeps each evaluation's per-task results, and RESULTS.md gets, per set of
+   evaluations, bootstrap intervals per method, paired differences per pair of methods (in a
+   table and in words) and the per-gym table (orchestrator/compare_stats.py).
 A step that fails (a run that crashes, an evaluation that refuses) is recorded with its log file
 and the comparison goes on; the tables say which cells are missing and why.
 """
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import compare_stats
 from orchestrator.errors import UserError
 from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 from training.config import ALGORITHMS
@@ -179,8 +183,10 @@ def run_jobs(jobs: list[Job], parallel: int, say=print, poll_s: float = 1.0) -> 
                 f"{'done' if job.rc == 0 else f'failed (exit {job.rc})'} in {job.seconds:.0f} s{tail}")
 
 
-def _eval_summary(spec: CompareSpec, exp: str, seed: int, started: float) -> dict[str, Any] | None:
-    """The newest evaluation summary of `exp` with this seed, written after `started`."""
+def _eval_summary(spec: CompareSpec, exp: str, seed: int,
+                  started: float) -> tuple[Path, dict[str, Any]] | None:
+    """The newest evaluation of `exp` with this seed, written after `started`: its folder and
+    summary."""
     found = []
     for f in (spec.runs_dir / exp / "eval").glob("*/summary.json"):
         try:
@@ -188,8 +194,8 @@ def _eval_summary(spec: CompareSpec, exp: str, seed: int, started: float) -> dic
         except (OSError, ValueError):
             continue
         if s.get("seed") == seed and f.stat().st_mtime >= started - 1:
-            found.append((f.stat().st_mtime, s))
-    return max(found, key=lambda x: x[0])[1] if found else None
+            found.append((f.stat().st_mtime, f.parent, s))
+    return max(found, key=lambda x: x[0])[1:] if found else None
 
 
 def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any]:
@@ -200,19 +206,46 @@ def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any
                                 "rc": job.rc, "seconds": job.seconds, "log": str(job.log),
                                 "exp": job.extra.get("exp")})
     for job in (j for j in jobs if j.kind == "eval"):
-        summary = _eval_summary(spec, job.extra["exp"], job.seed, started) if job.rc == 0 else None
+        found = _eval_summary(spec, job.extra["exp"], job.seed, started) if job.rc == 0 else None
         entry = results["methods"].setdefault(job.method, {"seeds": {}})
         entry["seeds"][str(job.seed)] = (
-            {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
-             "source": summary.get("source"), "step": summary.get("step")}
-            if summary else {"missing": job.extra.get("missing") or f"see {job.log}"})
+            seed_entry(*found) if found else
+            {"missing": job.extra.get("missing") or f"see {job.log}"})
     trained = trained_gyms(spec, jobs)
     held_out = [g for g in BENCH_GYMS.get(spec.bench, ()) if g not in trained]
     results["trained_gyms"], results["held_out_gyms"] = list(trained), held_out
-    groups = {"trained": list(trained), "held_out": held_out} if held_out else {}
-    for entry in results["methods"].values():
-        entry["aggregate"] = aggregate(entry["seeds"], groups)
+    add_aggregates(results)
     return results
+
+
+def seed_entry(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """What results.json keeps of one evaluation: its per-gym numbers, what it deviated from the
+    protocol by, and each task's result (compare_stats pairs methods task by task)."""
+    episodes = folder / "episodes.jsonl"
+    return {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
+            "source": summary.get("source"), "step": summary.get("step"),
+            # the evaluation's tasks and user: what numbers measured alike share
+            "protocol": {k: summary.get(k) for k in ("split", "data", "user_llm", "user_protocol")},
+            "tasks": compare_stats.task_rows(episodes) if episodes.exists() else {}}
+
+
+def add_aggregates(results: dict[str, Any]) -> None:
+    """Each method's aggregate (trained and held-out gyms apart) and the intervals and paired
+    differences (compare_stats), in each set of evaluations."""
+    trained, held_out = results["trained_gyms"], results["held_out_gyms"]
+    groups = {"trained": list(trained), "held_out": held_out} if held_out else {}
+    for place in (results, results.get("data_files")):
+        for entry in (place or {}).get("methods", {}).values():
+            entry["aggregate"] = aggregate(entry["seeds"], groups)
+    compare_stats.add_stats(results, agent_twins())
+
+
+def agent_twins() -> dict[str, str]:
+    """Each method with a meta-agent -> the method of its algorithm without one (eau -> ppo,
+    grpo-eau -> grpo): the pairs whose difference is the agent's effect."""
+    plain = {algo: m for m, (algo, agent) in TRAINED.items() if agent == "none"}
+    return {m: plain[algo] for m, (algo, agent) in TRAINED.items()
+            if agent != "none" and algo in plain}
 
 
 def trained_gyms(spec: CompareSpec, jobs: list[Job]) -> tuple[str, ...]:
@@ -296,6 +329,7 @@ def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) ->
         lines.append("| **overall** | " + " | ".join(
             cell(results["methods"][m]["aggregate"]["overall"].get(key)) for m in methods) + " |")
         lines.append("")
+    lines += compare_stats.render_sections(results)
     failed = [j for j in results["jobs"] if j["rc"] != 0]
     lines += ["## Jobs", "", "| job | method | seed | exit | seconds | log |", "| --- | --- | ---: | ---: | ---: | --- |"]
     for j in results["jobs"]:
