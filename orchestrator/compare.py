@@ -25,7 +25,10 @@ What happens, and why:
    number of seeds, n=1 where one seed gives no spread; the share of refused actions; the
    overall mean), and `report/` (`orchestrator report` of all the experiments: the paper's
    table and every run's curves with its interventions marked).
-4. results.json keeps each evaluation's per-task results, and RESULTS.md gets, per set of
+4. `--eval-data-dir FOLDER` (UserRL's folder): the runs still train on the shipped tasks, and every
+   final checkpoint and the untrained model are evaluated once more on the bench's original test
+   files; results.json keeps those under "data_files" and RESULTS.md reports them apart.
+5. results.json keeps each evaluation's per-task results, and RESULTS.md gets, per set of
    evaluations, bootstrap intervals per method, paired differences per pair of methods (in a
    table and in words) and the per-gym table (orchestrator/compare_stats.py).
 A step that fails (a run that crashes, an evaluation that refuses) is recorded with its log file
@@ -38,7 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,7 @@ class CompareSpec:
     device: str = "auto"
     eval_args: tuple[str, ...] = ()       # passed to every `orchestrator eval`
     runs_dir: Path = Path("runs")
+    eval_data_dir: Path | None = None     # original test files every checkpoint is evaluated on too
 
 
 @dataclass
@@ -155,6 +159,20 @@ def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     return jobs
 
 
+def data_eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
+    """`--eval-data-dir`: every evaluation again on the bench's original test files, and the
+    untrained model's even where prompting is not among the methods (the runs train on the shipped
+    tasks, so the original files say whether what they learnt carries over, and against what)."""
+    if spec.eval_data_dir is None:
+        return []
+    methods = spec.methods if "prompting" in spec.methods else ("prompting", *spec.methods)
+    jobs = eval_jobs(replace(spec, methods=methods, eval_args=(
+        *spec.eval_args, "--data-dir", str(spec.eval_data_dir))), logs)
+    for job in jobs:
+        job.kind, job.log = "eval-data", job.log.with_name("data-" + job.log.name)
+    return jobs
+
+
 def run_jobs(jobs: list[Job], parallel: int, say=print, poll_s: float = 1.0) -> None:
     """Run the jobs, at most `parallel` at once, each with its output in its log file."""
     pending, running = list(jobs), []
@@ -183,17 +201,23 @@ def run_jobs(jobs: list[Job], parallel: int, say=print, poll_s: float = 1.0) -> 
                 f"{'done' if job.rc == 0 else f'failed (exit {job.rc})'} in {job.seconds:.0f} s{tail}")
 
 
-def _eval_summary(spec: CompareSpec, exp: str, seed: int,
-                  started: float) -> tuple[Path, dict[str, Any]] | None:
-    """The newest evaluation of `exp` with this seed, written after `started`: its folder and
-    summary."""
+def _data_of(argv: list[str]) -> str:
+    """Which tasks an evaluation command reads, as its summary's "data" names them."""
+    return argv[argv.index("--data-dir") + 1] if "--data-dir" in argv else "shipped"
+
+
+def _eval_summary(spec: CompareSpec, exp: str, seed: int, started: float,
+                  data: str = "shipped") -> tuple[Path, dict[str, Any]] | None:
+    """The newest evaluation of `exp` with this seed on these tasks ("shipped" or the original
+    files' folder), written after `started`: its folder and summary."""
     found = []
     for f in (spec.runs_dir / exp / "eval").glob("*/summary.json"):
         try:
             s = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-        if s.get("seed") == seed and f.stat().st_mtime >= started - 1:
+        if (s.get("seed") == seed and s.get("data", "shipped") == data
+                and f.stat().st_mtime >= started - 1):
             found.append((f.stat().st_mtime, f.parent, s))
     return max(found, key=lambda x: x[0])[1:] if found else None
 
@@ -205,9 +229,14 @@ def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any
         results["jobs"].append({"kind": job.kind, "method": job.method, "seed": job.seed,
                                 "rc": job.rc, "seconds": job.seconds, "log": str(job.log),
                                 "exp": job.extra.get("exp")})
-    for job in (j for j in jobs if j.kind == "eval"):
-        found = _eval_summary(spec, job.extra["exp"], job.seed, started) if job.rc == 0 else None
-        entry = results["methods"].setdefault(job.method, {"seeds": {}})
+    results["data"] = _data_of(list(spec.eval_args))      # the tasks of the main tables
+    if spec.eval_data_dir is not None:
+        results["data_files"] = {"folder": str(spec.eval_data_dir), "methods": {}}
+    for job in (j for j in jobs if j.kind in ("eval", "eval-data")):
+        found = (_eval_summary(spec, job.extra["exp"], job.seed, started, _data_of(job.argv))
+                 if job.rc == 0 else None)
+        place = results["data_files"] if job.kind == "eval-data" else results
+        entry = place["methods"].setdefault(job.method, {"seeds": {}})
         entry["seeds"][str(job.seed)] = (
             seed_entry(*found) if found else
             {"missing": job.extra.get("missing") or f"see {job.log}"})
@@ -351,7 +380,7 @@ def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
                                                     for k, v in spec.__dict__.items()}}, indent=1) + "\n")
     train = train_jobs(spec, logs)
     run_jobs(train, spec.parallel, say)
-    evals = eval_jobs(spec, logs)
+    evals = eval_jobs(spec, logs) + data_eval_jobs(spec, logs)
     (spec.runs_dir / f"{spec.name}-prompting").mkdir(parents=True, exist_ok=True)
     trained = {t.extra["exp"] for t in train if t.rc == 0}
     skipped = [j for j in evals if j.method != "prompting" and j.extra["exp"] not in trained]

@@ -1,9 +1,11 @@
 """How sure `orchestrator compare` can be: bootstrap intervals per method, paired differences per
 pair of methods, and the per-gym table, from the per-task results each evaluation records.
 
-    orchestrator compare --bench usergym --seeds 3 ...
+    orchestrator compare --bench usergym --seeds 3 ... --eval-data-dir ../shared/benchdata/userrl
 
-What is computed, and why:
+RESULTS.md gets these sections once for the held-out split (the shipped test tasks) and once for
+the original test files (`--eval-data-dir`), never pooled: they are different task sets. What is
+computed, and why:
 1. `task_rows` keeps each evaluated episode's success, score, agent turns and refused turns
    by "gym/task_id" (the walled evaluation's episodes.jsonl), so methods can be compared task by
    task: task i under evaluation seed s gets the same environment seed whatever the policy
@@ -344,5 +346,12 @@ def render_set(stats: dict[str, Any] | None, title: str, held_out: list[str],
 def render_sections(results: dict[str, Any]) -> list[str]:
     """RESULTS.md's sections on uncertainty: the held-out split, then the original test files."""
     held = results.get("held_out_gyms") or []
-    return render_set(results.get("stats"), "Uncertainty on the held-out split", held,
-                      left_out(results["methods"]))
+    data = results.get("data", "shipped")
+    tasks = "the shipped test tasks" if data == "shipped" else f"the original test files, {data}"
+    lines = render_set(results.get("stats"), f"Uncertainty on the held-out split ({tasks})", held,
+                       left_out(results["methods"]))
+    files = results.get("data_files")
+    if files:
+        lines += render_set(files.get("stats"), f"The original test files ({files['folder']}), "
+                                                f"reported apart", held, left_out(files["methods"]))
+    return lines

@@ -54,9 +54,21 @@ def register(sub) -> None:
                    help="who answers in every trained run (see start --user-mode; paper table 3)")
     p.add_argument("--data-dir", default=None, metavar="FOLDER",
                    help="train and evaluate on the bench's original files instead of the shipped tasks")
+    p.add_argument("--eval-data-dir", default=None, metavar="FOLDER",
+                   help="train on the shipped tasks, and evaluate every final checkpoint and the "
+                        "untrained model on the bench's original test files too (e.g. UserRL's "
+                        "folder); RESULTS.md reports them apart from the held-out split")
     p.add_argument("--user-llm", default=None,
                    help="evaluation LLM user: default, a model folder, or none (symbolic arm only)")
     p.set_defaults(func=cmd_compare)
+
+
+def _folder(flag: str, value: str) -> Path:
+    folder = Path(value).expanduser().resolve()
+    if not folder.is_dir():
+        raise UserError(f"{flag} {value} is not a folder: give the folder of the bench's original "
+                        f"files.")
+    return folder
 
 
 def cmd_compare(args) -> int:
@@ -73,11 +85,11 @@ def cmd_compare(args) -> int:
     if args.user_llm:
         eval_args += ["--user-llm", args.user_llm]
     sets = list(args.set)
+    if args.data_dir and args.eval_data_dir:
+        raise UserError("--data-dir already trains and evaluates on the original files; "
+                        "--eval-data-dir is for training on the shipped tasks and evaluating on both.")
     if args.data_dir:                  # the same task files for training and for evaluation
-        folder = Path(args.data_dir).expanduser().resolve()
-        if not folder.is_dir():
-            raise UserError(f"--data-dir {args.data_dir} is not a folder: give the folder of the "
-                            f"bench's original files.")
+        folder = _folder("--data-dir", args.data_dir)
         sets.append(f"data.data_dir={json.dumps(str(folder))}")
         eval_args += ["--data-dir", str(folder)]
     root = runs_dir(args.runs_dir)
@@ -86,7 +98,9 @@ def cmd_compare(args) -> int:
                        sets=tuple(sets), knobs=tuple(args.knob), every=args.every,
                        window=args.window, max_lag=args.max_lag, user_mode=args.user_mode,
                        parallel=args.parallel,
-                       device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root))
+                       device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root),
+                       eval_data_dir=(
+                           _folder("--eval-data-dir", args.eval_data_dir) if args.eval_data_dir else None))
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     out = run_compare(spec, command, say=lambda line: print(line, flush=True))
     print((out / "RESULTS.md").read_text())

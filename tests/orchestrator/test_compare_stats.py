@@ -147,7 +147,7 @@ def test_results_md_says_in_words_which_differences_are_outside_the_noise():
     assert "outside the noise, ppo above prompting" in words["- ppo − prompting"]
     assert "within the noise (the interval holds 0)" in words["- eau − ppo"]
     assert "Success differences outside the noise: ppo − prompting, eau − prompting." in md
-    assert "## Uncertainty on the held-out split" in md
+    assert "## Uncertainty on the held-out split (the shipped test tasks)" in md
     assert "| eau − ppo |" in md and "tasks x seeds" in md
 
 
