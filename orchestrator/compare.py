@@ -30,7 +30,9 @@ What happens, and why:
    files; results.json keeps those under "data_files" and RESULTS.md reports them apart.
 5. results.json keeps each evaluation's per-task results, and RESULTS.md gets, per set of
    evaluations, bootstrap intervals per method, paired differences per pair of methods (in a
-   table and in words) and the per-gym table (orchestrator/compare_stats.py).
+   table and in words) and the per-gym table (orchestrator/compare_stats.py). `--first-seed K`
+   gives a later session other seeds, and `orchestrator compare-merge` merges the sessions'
+   results.json (orchestrator/compare_merge.py).
 A step that fails (a run that crashes, an evaluation that refuses) is recorded with its log file
 and the comparison goes on; the tables say which cells are missing and why.
 """
@@ -80,7 +82,12 @@ class CompareSpec:
     device: str = "auto"
     eval_args: tuple[str, ...] = ()       # passed to every `orchestrator eval`
     runs_dir: Path = Path("runs")
+    first_seed: int = 0                   # seeds first_seed .. first_seed+seeds-1 (another session's)
     eval_data_dir: Path | None = None     # original test files every checkpoint is evaluated on too
+
+
+def seed_range(spec: CompareSpec) -> range:
+    return range(spec.first_seed, spec.first_seed + spec.seeds)
 
 
 @dataclass
@@ -103,12 +110,14 @@ def check_spec(spec: CompareSpec) -> None:
         raise UserError(f"unknown method {unknown[0]!r}: choose from {', '.join(METHODS)}.")
     if spec.seeds < 1 or spec.parallel < 1:
         raise UserError("--seeds and --parallel must be at least 1.")
+    if spec.first_seed < 0:
+        raise UserError("--first-seed must be 0 or more.")
     if any(item.split("=", 1)[0].strip() == "algorithm.name" for item in spec.sets):
         raise UserError("--set algorithm.name would relabel every method: name the algorithm in "
                         "the method instead (e.g. --methods grpo,grpo-eau).")
     for m in spec.methods:
         if m in TRAINED:
-            exp = spec.runs_dir / f"{spec.name}-{m}-s0"
+            exp = spec.runs_dir / f"{spec.name}-{m}-s{spec.first_seed}"
             if (exp / "experiment.json").exists():
                 raise UserError(f"{exp} exists: a comparison starts fresh experiments; pick another "
                                 f"--name or remove the old ones.")
@@ -120,7 +129,7 @@ def _cli(spec: CompareSpec) -> list[str]:
 
 def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
-    for seed in range(spec.seeds):
+    for seed in seed_range(spec):
         for m in (m for m in spec.methods if m in TRAINED):
             algorithm, agent = TRAINED[m]
             exp = f"{spec.name}-{m}-s{seed}"
@@ -144,7 +153,7 @@ def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
 
 def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
-    for seed in range(spec.seeds):
+    for seed in seed_range(spec):
         for m in spec.methods:
             if m == "prompting":
                 target = str(spec.runs_dir / f"{spec.name}-prompting")
@@ -253,7 +262,7 @@ def seed_entry(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
     episodes = folder / "episodes.jsonl"
     return {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
             "source": summary.get("source"), "step": summary.get("step"),
-            # the evaluation's tasks and user: what numbers measured alike share
+            # the evaluation's tasks and user: compare-merge merges only alike evaluations
             "protocol": {k: summary.get(k) for k in ("split", "data", "user_llm", "user_protocol")},
             "tasks": compare_stats.task_rows(episodes) if episodes.exists() else {}}
 
@@ -375,9 +384,9 @@ def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in spec.__dict__.items()}
     (out / "compare.json").write_text(json.dumps(
-        {"command": command, "started": started, **{k: (str(v) if isinstance(v, Path) else v)
-                                                    for k, v in spec.__dict__.items()}}, indent=1) + "\n")
+        {"command": command, "started": started, **settings}, indent=1) + "\n")
     train = train_jobs(spec, logs)
     run_jobs(train, spec.parallel, say)
     evals = eval_jobs(spec, logs) + data_eval_jobs(spec, logs)
@@ -389,6 +398,8 @@ def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
     run_jobs([j for j in evals if j not in skipped], spec.parallel, say)
     results = collect(spec, train + evals, started)
     results["wall_s"] = round(time.time() - started, 1)
+    # the settings travel with the results: compare-merge checks that sessions can be merged
+    results["spec"] = {"command": command, **settings}
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (out / "RESULTS.md").write_text(render_markdown(spec, results, command))
     exps = sorted({j.extra["exp"] for j in evals if j.rc == 0})

@@ -2,6 +2,7 @@
 pair of methods, and the per-gym table, from the per-task results each evaluation records.
 
     orchestrator compare --bench usergym --seeds 3 ... --eval-data-dir ../shared/benchdata/userrl
+    orchestrator compare-merge runs/usergym-all runs/a/results.json runs/b/results.json
 
 RESULTS.md gets these sections once for the held-out split (the shipped test tasks) and once for
 the original test files (`--eval-data-dir`), never pooled: they are different task sets. What is

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.compare import METHODS, CompareSpec, run_compare
+from orchestrator.compare_merge import write_merged
 from orchestrator.errors import UserError
 from orchestrator.paths import runs_dir
 
@@ -24,6 +25,9 @@ def register(sub) -> None:
                    help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau; "
                         "grpo-eau: GRPO with the built-in agent)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
+    p.add_argument("--first-seed", type=int, default=0, metavar="K",
+                   help="seeds K..K+N-1 instead: another session's seeds, merged later with "
+                        "compare-merge (default 0)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
     p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")
     p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"),
@@ -61,6 +65,28 @@ def register(sub) -> None:
     p.add_argument("--user-llm", default=None,
                    help="evaluation LLM user: default, a model folder, or none (symbolic arm only)")
     p.set_defaults(func=cmd_compare)
+    register_merge(sub)
+
+
+def register_merge(sub) -> None:
+    p = sub.add_parser(
+        "compare-merge", help="merge several compare sessions' results.json into one table",
+        description="Merge the raw results.json of several `orchestrator compare` sessions (other "
+                    "seeds, other methods or steps; the same bench, evaluation protocol and "
+                    "training setup) into OUT/results.json and OUT/RESULTS.md, with the intervals "
+                    "and paired differences recomputed over every seed.")
+    p.add_argument("out", metavar="OUT", help="folder for the merged results.json and RESULTS.md")
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="each session's results.json, or the folder holding it (runs/NAME)")
+    p.set_defaults(func=cmd_compare_merge)
+
+
+def cmd_compare_merge(args) -> int:
+    command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    out = write_merged(Path(args.out), [Path(r) for r in args.results], command)
+    print((out / "RESULTS.md").read_text())
+    print(f"results: {out}/RESULTS.md, {out}/results.json")
+    return 0
 
 
 def _folder(flag: str, value: str) -> Path:
@@ -99,7 +125,7 @@ def cmd_compare(args) -> int:
                        window=args.window, max_lag=args.max_lag, user_mode=args.user_mode,
                        parallel=args.parallel,
                        device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root),
-                       eval_data_dir=(
+                       first_seed=args.first_seed, eval_data_dir=(
                            _folder("--eval-data-dir", args.eval_data_dir) if args.eval_data_dir else None))
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     out = run_compare(spec, command, say=lambda line: print(line, flush=True))

@@ -1,7 +1,9 @@
-"""Synthetic evaluations, as `orchestrator compare` keeps them in results.json, for the tests of
-compare_stats (no model runs)."""
+"""Synthetic evaluations and results.json files, as `orchestrator compare` writes them, for the
+tests of compare_stats and compare_merge (no model runs)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,3 +32,21 @@ def bernoulli(rng: np.random.Generator, p: dict[str, float], tasks: int = 30, **
     return seed_entry({f"{g}/t{i}": float(rng.random() < pg) for g, pg in p.items()
                        for i in range(tasks)}, **kw)
 
+
+def write_results(path: Path, methods: dict[str, dict[str, dict]], bench: str = "usergym",
+                  spec: dict | None = None, data_files: dict | None = None) -> Path:
+    """A session's results.json: methods -> seed -> evaluation (raw: no aggregates, no stats)."""
+    path.mkdir(parents=True, exist_ok=True)
+    results = {"bench": bench, "data": "shipped",
+               "methods": {m: {"seeds": seeds} for m, seeds in methods.items()},
+               "jobs": [{"kind": "eval", "method": m, "seed": int(s), "rc": 0, "seconds": 1.0,
+                         "log": f"logs/eval-{m}-s{s}.log", "exp": f"x-{m}-s{s}"}
+                        for m, seeds in methods.items() for s in seeds],
+               "trained_gyms": ["travel"], "held_out_gyms": ["intention"],
+               "spec": {"command": f"orchestrator compare --bench {bench} --name {path.name}",
+                        "model": None, "preset": "cpu", "user_mode": None, "steps": 2, "sets": [],
+                        **(spec or {})}}
+    if data_files is not None:
+        results["data_files"] = data_files
+    (path / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    return path / "results.json"

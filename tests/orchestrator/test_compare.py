@@ -195,6 +195,21 @@ def test_collect_keeps_the_held_out_split_and_the_original_files_apart(tmp_path)
     assert results["data_files"]["stats"]["methods"]["ppo"]["success"]["mean"] == 0.0
 
 
+def test_first_seed_gives_a_session_other_seeds(tmp_path):
+    from orchestrator.compare import CompareSpec, check_spec, eval_jobs, train_jobs
+
+    spec = CompareSpec(name="s", bench="usergym", methods=("prompting", "ppo"), seeds=2,
+                       first_seed=3, runs_dir=tmp_path)
+    train = train_jobs(spec, tmp_path)
+    assert [j.extra["exp"] for j in train] == ["s-ppo-s3", "s-ppo-s4"]
+    assert [j.argv[j.argv.index("--set") + 1] for j in train] == ["trainer.seed=3", "trainer.seed=4"]
+    assert sorted({j.argv[j.argv.index("--seed") + 1] for j in eval_jobs(spec, tmp_path)}) == ["3", "4"]
+    (tmp_path / "s-ppo-s3").mkdir()
+    (tmp_path / "s-ppo-s3" / "experiment.json").write_text("{}")
+    with pytest.raises(Exception, match="s-ppo-s3 exists"):
+        check_spec(spec)
+
+
 def test_eval_data_dir_refusals_are_one_sentence(tmp_path, capsys):
     base = ["--runs-dir", str(tmp_path), "compare", "--bench", "usergym"]
     assert main(base + ["--eval-data-dir", str(tmp_path / "nope")]) == 2
