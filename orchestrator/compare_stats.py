@@ -184,14 +184,17 @@ def set_stats(methods: dict[str, dict[str, Any]], twins: dict[str, str],
     for a, b in pairs:
         stats["pairs"].append({"a": a, "b": b, **{k: paired_difference(seeds[a], seeds[b], k)
                                                   for k in METRICS}})
+    gyms = sorted({key.split("/", 1)[0] for s in seeds.values() for k in _with_tasks(s)
+                   for key in s[k]["tasks"]})
     for name, members in (groups or {}).items():
+        members = [g for g in members if g in gyms]     # UserRL's files run no travel or tau
+        if not members:
+            continue
         stats["groups"][name] = {
-            "gyms": list(members),
+            "gyms": members,
             "methods": {m: interval(s, "success", set(members)) for m, s in seeds.items()},
             "pairs": [{"a": a, "b": b, "success": paired_difference(seeds[a], seeds[b], "success",
                                                                     set(members))} for a, b in pairs]}
-    gyms = sorted({key.split("/", 1)[0] for s in seeds.values() for k in _with_tasks(s)
-                   for key in s[k]["tasks"]})
     for gym in gyms:
         for m, s in seeds.items():
             row = {"success": interval(s, "success", {gym}), **_wear(s, gym)}

@@ -174,3 +174,13 @@ def test_the_trained_and_the_held_out_gyms_get_intervals_apart():
                          results, "orchestrator compare ...")
     assert "| | trained gyms (travel) [95%] | held-out gyms (turtle) [95%] |" in md
     assert "On the held-out gyms, success differences outside the noise: none." in md
+
+
+def test_a_group_names_only_the_gyms_its_evaluations_ran():
+    """UserRL's test files run no travel: the trained group there is turtle's alone, and a group
+    none of whose gyms ran is left out."""
+    rng = np.random.default_rng(5)
+    methods = {"ppo": {"seeds": _seeds([bernoulli(rng, {"turtle": 0.5, "intention": 0.5})])}}
+    stats = cs.set_stats(methods, {}, {"trained": ["travel", "turtle"], "held_out": ["intention"],
+                                       "other": ["tau"]})
+    assert stats["groups"]["trained"]["gyms"] == ["turtle"] and set(stats["groups"]) == {"trained", "held_out"}
