@@ -34,7 +34,7 @@ COMMAND_MODULES = (
     workspace_cmds,     # init, gate, log, diff
     run_cmds,           # start, status, stop, agents
     eval_cmds,          # eval, report
-    compare_cmds,       # compare
+    compare_cmds,       # compare, compare-merge
     warmstart_cmds,     # warmstart
 )
 

@@ -1,5 +1,6 @@
 """`orchestrator compare`: prompting, PPO and EAU from the same start, several seeds, held-out
-evaluation, one table (orchestrator/compare.py says what it runs and why)."""
+evaluation, one table (orchestrator/compare.py says what it runs and why); `orchestrator
+compare-merge`: several sessions' results as one table (orchestrator/compare_merge.py)."""
 from __future__ import annotations
 
 import json
