@@ -42,9 +42,10 @@ BASELINE = "prompting"  # the untrained model: a gym "learns" under a method tha
 
 
 def task_rows(episodes_file: Path) -> dict[str, dict[str, float]]:
-    """One evaluation's episodes by "gym/task_id": success (0/1), score, agent turns and refused
-    turns (those the environment answered as an invalid action); task ids are unique within a gym
-    in every bench's files."""
+    """One evaluation's episodes by "gym/task_id": success (0/1), score, the environment's own
+    rewards summed over the episode (UserGym's number in the paper's table 1), agent turns and
+    refused turns (those the environment answered as an invalid action); task ids are unique
+    within a gym in every bench's files."""
     rows: dict[str, dict[str, float]] = {}
     for line in episodes_file.read_text().splitlines():
         if not line.strip():
@@ -52,7 +53,8 @@ def task_rows(episodes_file: Path) -> dict[str, dict[str, float]]:
         r = json.loads(line)
         turns = r.get("turns") or []
         rows[f"{r['gym']}/{r['task_id']}"] = {
-            "success": float(bool(r["success"])), "score": float(r["score"]), "turns": len(turns),
+            "success": float(bool(r["success"])), "score": float(r["score"]),
+            "env_reward": float(sum(t.get("env_reward", 0.0) for t in turns)), "turns": len(turns),
             "refused": sum(1 for t in turns if t.get("invalid_action"))}
     return rows
 

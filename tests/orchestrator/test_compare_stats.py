@@ -101,14 +101,14 @@ def test_pairs_put_each_agent_against_its_algorithm_then_everything_against_prom
 
 def test_task_rows_keep_each_episodes_outcome_turns_and_refusals(tmp_path):
     episodes = tmp_path / "episodes.jsonl"
-    turn = {"agent": "x", "invalid_action": False}
+    turn = {"agent": "x", "invalid_action": False, "env_reward": 0.5}
     episodes.write_text("\n".join(json.dumps(r) for r in [
         {"gym": "travel", "task_id": "a", "success": True, "score": 0.75,
-         "turns": [turn, {**turn, "invalid_action": True}, turn]},
+         "turns": [turn, {**turn, "invalid_action": True, "env_reward": 0.0}, {**turn, "env_reward": 1.25}]},
         {"gym": "turtle", "task_id": "a", "success": False, "score": 0.0, "turns": []}]) + "\n")
     assert cs.task_rows(episodes) == {
-        "travel/a": {"success": 1.0, "score": 0.75, "turns": 3, "refused": 1},
-        "turtle/a": {"success": 0.0, "score": 0.0, "turns": 0, "refused": 0}}
+        "travel/a": {"success": 1.0, "score": 0.75, "env_reward": 1.75, "turns": 3, "refused": 1},
+        "turtle/a": {"success": 0.0, "score": 0.0, "env_reward": 0.0, "turns": 0, "refused": 0}}
 
 
 def _learning_results():
