@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from compare_testkit import bernoulli, seed_entry, write_results
+from compare_testkit import bernoulli, write_results
 from orchestrator.cli import main
 
 
@@ -104,13 +104,15 @@ def test_different_evaluation_protocols_are_refused(tmp_path, capsys, change, sa
 def test_protocols_are_checked_in_the_original_files_set_too(tmp_path, capsys):
     rng = np.random.default_rng(5)
     files = {"data": "/u"}
-    a = write_results(tmp_path / "a", {"ppo": {"0": bernoulli(rng, {"travel": 0.5})}}, data_files={
-        "folder": "/u", "methods": {"ppo": {"seeds": {"0": bernoulli(rng, {"turtle": 0.5}, protocol=files)}}}})
-    b = write_results(tmp_path / "b", {"ppo": {"1": bernoulli(rng, {"travel": 0.5})}}, data_files={
-        "folder": "/u", "methods": {"ppo": {"seeds": {"1": bernoulli(rng, {"turtle": 0.5}, protocol=files,
-                                                                     deviations=[{"setting": "episodes", "protocol": "all", "used": "first 5"}])}}}})
-    err = _one_sentence(*_merge(tmp_path, capsys, a, b))
-    assert "episodes first 5" in err
+    first5 = [{"setting": "episodes", "protocol": "all", "used": "first 5"}]
+
+    def session(name, seed, deviations):
+        held = {"ppo": {seed: bernoulli(rng, {"travel": 0.5})}}
+        turtle = bernoulli(rng, {"turtle": 0.5}, protocol=files, deviations=deviations)
+        return write_results(tmp_path / name, held, data_files={
+            "folder": "/u", "methods": {"ppo": {"seeds": {seed: turtle}}}})
+    err = _one_sentence(*_merge(tmp_path, capsys, session("a", "0", []), session("b", "1", first5)))
+    assert "(the bench's protocol against episodes first 5)" in err
 
 
 def test_a_seed_in_two_sessions_and_other_training_setups_are_refused(tmp_path, capsys):
