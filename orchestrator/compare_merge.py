@@ -85,22 +85,24 @@ def check_protocols(files: list[dict[str, Any]]) -> None:
                             f"{', '.join(p[k] for k in differ)}): merge only results measured alike.")
 
 
-def _training(r: dict[str, Any]) -> dict[str, Any] | None:
-    spec = r.get("spec")
-    if not spec:
-        return None                                       # an older file: nothing to check
-    on_files = any(str(s).startswith("data.data_dir=") for s in spec.get("sets") or ())
-    return {**{flag: spec.get(k) for k, flag in TRAINING.items()},
-            "trained gyms": r.get("trained_gyms"), "--data-dir": on_files}
+def _training(r: dict[str, Any]) -> dict[str, Any]:
+    """The settings that change what a row means; an older file without its settings (no "spec",
+    no compare.json beside it) has only the gyms trained on to check."""
+    spec = r.get("spec") or {}
+    out: dict[str, Any] = {"trained gyms": r.get("trained_gyms")}
+    if spec:
+        out.update({flag: spec.get(k) for k, flag in TRAINING.items()})
+        out["--data-dir"] = any(str(s).startswith("data.data_dir=") for s in spec.get("sets") or ())
+    return out
 
 
 def check_training(files: list[dict[str, Any]]) -> None:
-    known = [(r["file"], t) for r in files if (t := _training(r)) is not None]
-    for f, t in known[1:]:
-        f0, t0 = known[0]
-        for what, value in t.items():
-            if value != t0[what]:
-                raise UserError(f"{f0} and {f} trained with different {what} ({_said(t0[what])} "
+    first: dict[str, tuple[str, Any]] = {}               # setting -> (file, value) first seen
+    for r in files:
+        for what, value in _training(r).items():
+            f0, v0 = first.setdefault(what, (r["file"], value))
+            if value != v0:
+                raise UserError(f"{f0} and {r['file']} trained with different {what} ({_said(v0)} "
                                 f"against {_said(value)}): their rows would mix two setups, so merge "
                                 f"only alike sessions.")
 

@@ -138,3 +138,24 @@ def test_unreadable_inputs_and_an_output_over_an_input_are_refused(tmp_path, cap
     assert "holds one of the results being merged" in err
     err = _one_sentence(*_merge(tmp_path, capsys, a, a.parent))
     assert "is given twice" in err
+
+
+def test_a_file_without_its_settings_is_checked_for_what_it_has(tmp_path, capsys):
+    """An older results.json has no spec: its gyms trained on are still checked, and the
+    settings of the files that have them are checked against each other."""
+    rng = np.random.default_rng(8)
+    old = _session(tmp_path, "old", [0], rng)
+    raw = json.loads(old.read_text())
+    del raw["spec"]
+    old.write_text(json.dumps(raw))
+    a = _session(tmp_path, "a", [1], rng)
+    b = _session(tmp_path, "b", [2], rng, spec={"model": "models/warm"})
+    err = _one_sentence(*_merge(tmp_path, capsys, old, a, b))
+    assert "a/results.json and" in err and "different --model (the default against models/warm)" in err
+    raw["trained_gyms"] = ["travel", "turtle"]
+    old.write_text(json.dumps(raw))
+    err = _one_sentence(*_merge(tmp_path, capsys, old, a))
+    assert "different trained gyms (['travel', 'turtle'] against ['travel'])" in err
+    raw["trained_gyms"] = ["travel"]
+    old.write_text(json.dumps(raw))
+    assert _merge(tmp_path, capsys, old, a)[0] == 0
