@@ -7,6 +7,7 @@ training system (paper section 4), one command per step of an experiment's life.
     orchestrator stop demo          # checkpoint and stop; `start demo` resumes
     orchestrator report demo        # runs/demo/report/index.html with the curves
     orchestrator eval demo          # the final checkpoint on the bench's held-out protocol
+    orchestrator prune demo         # free disk: old checkpoints, resume state nothing will read
     orchestrator warmstart --bench usergym --out models/warm   # SFT on worked examples first
     orchestrator COMMAND --help     # every argument of one command
 
@@ -26,7 +27,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orchestrator.commands import compare_cmds, eval_cmds, run_cmds, warmstart_cmds, workspace_cmds
+from orchestrator.commands import (compare_cmds, eval_cmds, prune_cmds, run_cmds, warmstart_cmds,
+                                   workspace_cmds)
 from orchestrator.errors import UserError
 
 # each module and the subcommands it registers, in the order --help lists them
@@ -34,6 +36,7 @@ COMMAND_MODULES = (
     workspace_cmds,     # init, gate, log, diff
     run_cmds,           # start, status, stop, agents
     eval_cmds,          # eval, report
+    prune_cmds,         # prune
     compare_cmds,       # compare, compare-merge
     warmstart_cmds,     # warmstart
 )

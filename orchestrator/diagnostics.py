@@ -15,11 +15,13 @@ import json
 import math
 import statistics
 import warnings
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from training.novelty import same_action
+from orchestrator import progress_findings as progress
+from orchestrator.finding import Finding
+from orchestrator.sentences import quote
+from training.novelty import repeated_marks
 
 # Thresholds: fractions of the recent episodes or steps that make a finding.
 DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
@@ -38,9 +40,6 @@ HARDER_SUCCESS = 0.80       # difficulty may rise once recent success reaches 0.
 # TauGym and TravelGym reached 57-74% (three seeds). Most turns repeated is past anything the
 # untrained model did.
 LOOP_FRAC = 0.50
-# the share of a reward module's credit paid to repeated turns: 0.14 for elicited_fact at step 1,
-# 0.47-0.66 once PPO had learned to ask again for a fact already disclosed (steps 8-16)
-HACK_SHARE = 0.40
 
 # Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's
 # schema/knobs.schema.json does not say (it is the authority once present).
@@ -59,22 +58,6 @@ _FALLBACK_KNOBS: dict[str, dict[str, Any]] = {
     "user.*.strategy_mix": {"minimum": 0.0, "maximum": 1.0},
     "reward.predicate_weight": {"minimum": 0.0, "maximum": 1.0},
 }
-
-
-@dataclass
-class Finding:
-    """One diagnosed problem, with the numbers that show it."""
-
-    kind: str            # deadlock | leak | reply_growth | entropy_collapse | template_collapse |
-                         # low_success | high_success | nan | harm | invalid_actions | format_learned |
-                         # reward_hack | loop
-    gym: str | None      # the gym it concerns, None for run-wide findings
-    message: str         # one sentence a person can read
-    evidence: dict[str, Any] = field(default_factory=dict)
-    irreversible: bool = False   # NaN / collapse: a restart, not a knob, is the remedy (section 4.6)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # ----------------------------------------------------------------------------- reading a run
@@ -299,7 +282,7 @@ def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
                     "examples": [{"agent": (t.get("agent") or "")[:160],
                                   "env": (t.get("user") or "")[:120]} for t in bad[:2]]}
         if rate >= INVALID_FRAC:
-            eg = "; ".join(repr(e["agent"][:70]) for e in evidence["examples"])
+            eg = " and ".join(quote(e["agent"], 72) for e in evidence["examples"])
             out.append(Finding("invalid_actions", gym,
                                f"{rate:.0%} of recent {gym} agent turns ({len(bad)} of {len(turns)}) "
                                f"were refused for their format, with {evidence['demonstrations']} "
@@ -312,14 +295,8 @@ def find_invalid_actions(episodes: list[dict[str, Any]]) -> list[Finding]:
 
 
 def _repeated(ep: dict[str, Any]) -> list[bool]:
-    """Per agent turn: does it repeat an earlier turn of the episode? The rollout marks it
-    (`repeated`); trajectories written before it did are judged from the text the same way."""
-    seen, out = set(), []
-    for t in ep.get("turns", []):
-        me = same_action(t.get("agent", ""))
-        out.append(bool(t["repeated"]) if "repeated" in t else bool(me) and me in seen)
-        seen.add(me)
-    return out
+    """Per agent turn: does it repeat an earlier turn of the episode (training.novelty)?"""
+    return repeated_marks(ep.get("turns", []))
 
 
 def find_loops(episodes: list[dict[str, Any]]) -> list[Finding]:
@@ -333,41 +310,12 @@ def find_loops(episodes: list[dict[str, Any]]) -> list[Finding]:
         rep = [t for t, r in marks if r]
         rate = len(rep) / len(marks)
         if rate >= LOOP_FRAC:
-            eg = "; ".join(repr((t.get("agent") or "")[:70]) for t in rep[:2])
+            eg = " and ".join(quote(t.get("agent"), 72) for t in rep[:2])
             out.append(Finding("loop", gym,
                                f"{rate:.0%} of recent {gym} agent turns ({len(rep)} of {len(marks)}) "
                                f"repeat an earlier turn of their episode; e.g. {eg}.",
                                {"rate": round(rate, 3), "turns": len(marks), "repeated": len(rep),
                                 "examples": [(t.get("agent") or "")[:160] for t in rep[:2]]}))
-    return out
-
-
-def find_reward_hacks(episodes: list[dict[str, Any]]) -> list[Finding]:
-    """Reward modules paying mostly for turns that repeat an earlier turn of their episode: the
-    policy is farming the module (asking again for a fact already disclosed), not progressing.
-    One finding per module, from `module_rewards` in the trajectories; the gyms it paid in and the
-    share of its credit on repeated turns are the evidence."""
-    paid: dict[str, list[float]] = {}          # module -> [credit on repeats, all credit, paid turns]
-    gyms: dict[str, set[str]] = {}
-    for ep in episodes:
-        for t, rep in zip(ep.get("turns", []), _repeated(ep)):
-            for name, value in (t.get("module_rewards") or {}).items():
-                if isinstance(value, (int, float)) and value > 0:
-                    row = paid.setdefault(name, [0.0, 0.0, 0])
-                    row[0] += value if rep else 0.0
-                    row[1] += value
-                    row[2] += 1
-                    gyms.setdefault(name, set()).add(ep.get("gym", "?"))
-    out = []
-    for name, (on_rep, total, turns) in sorted(paid.items()):
-        share = on_rep / total if total else 0.0
-        if turns >= MIN_TURNS and share >= HACK_SHARE:
-            out.append(Finding("reward_hack", None,
-                               f"{share:.0%} of the credit reward module {name} paid recently went "
-                               f"to agent turns that repeat an earlier turn of their episode "
-                               f"({turns} paid turns): the policy farms it.",
-                               {"module": name, "share": round(share, 3), "paid_turns": turns,
-                                "gyms": sorted(gyms[name])}))
     return out
 
 
@@ -389,7 +337,7 @@ def _pooled_invalid(episodes: list[dict[str, Any]]) -> list[Finding]:
     if rate < INVALID_FRAC:
         return []
     shown = max((int(ep.get("demonstrations") or 0) for ep in episodes), default=0)
-    eg = "; ".join(repr((t.get("agent") or "")[:70]) for t in bad_all[:2])
+    eg = " and ".join(quote(t.get("agent"), 72) for t in bad_all[:2])
     return [Finding("invalid_actions", None,
                     f"{rate:.0%} of recent agent turns ({len(bad_all)} of {len(turns_all)}, "
                     f"{len(by_gym)} gyms) were refused for their format, with {shown} "
@@ -520,6 +468,45 @@ def find_harm(effects: list[dict[str, Any]]) -> list[Finding]:
             for e in effects if e.get("label") == "harmed"]
 
 
+def module_failures(metrics: list[dict[str, Any]], window: int) -> dict[str, dict[str, Any]]:
+    """Reward modules with failed calls in the last `window` steps: name -> {errors, calls, steps
+    (those with a failure)}, from the trainer's `reward/module_errors/<name>` and
+    `reward/module_calls/<name>` (training.rewards). A failed call scores 0 and training goes on,
+    so these counts are the only trace of it in the metrics."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in metrics[-window:]:
+        for key, calls in row.items():
+            if not key.startswith("reward/module_calls/") or not isinstance(calls, (int, float)):
+                continue
+            name = key.rsplit("/", 1)[1]
+            errors = row.get(f"reward/module_errors/{name}") or 0
+            rec = out.setdefault(name, {"errors": 0, "calls": 0, "steps": []})
+            rec["calls"] += int(calls)
+            rec["errors"] += int(errors)
+            if errors:
+                rec["steps"].append(int(row["step"]))
+    return {name: rec for name, rec in sorted(out.items()) if rec["errors"]}
+
+
+def find_module_errors(metrics: list[dict[str, Any]], episodes: list[dict[str, Any]],
+                       window: int) -> list[Finding]:
+    """Reward modules whose calls failed in the recent steps (an exception, a timeout, a value
+    that is not a finite number): each failed call scored 0, so the turns it should have rewarded
+    trained without it. The example is the failure's line from the trajectories."""
+    out = []
+    for name, rec in module_failures(metrics, window).items():
+        example = next((t["module_errors"][name] for ep in reversed(episodes)
+                        for t in ep.get("turns", []) if name in (t.get("module_errors") or {})), None)
+        steps = rec["steps"]
+        where = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}"
+        out.append(Finding("module_errors", None,
+                           f"reward module {name} failed {rec['errors']} of its {rec['calls']} calls "
+                           f"in the last {min(window, len(metrics))} steps ({where}), each scored 0"
+                           + (f"; e.g. {example}" if example else "") + ".",
+                           {"module": name, **rec, "example": example}))
+    return out
+
+
 def diagnose(run_dir: Path | str, window: int = 10,
              effects: list[dict[str, Any]] | None = None) -> list[Finding]:
     """All findings for a run, most urgent first (irreversible, harm, deadlock, leak, ...)."""
@@ -530,15 +517,38 @@ def diagnose(run_dir: Path | str, window: int = 10,
     # refused turns come before deadlocks and low success, which they cause; a learned format
     # (help that may be withdrawn) comes last
     findings = (find_nan(metrics, window) + find_harm(effects or [])
+                + progress.effect_findings(effects or [])
+                + find_module_errors(metrics, episodes, window)
                 + [f for f in invalid if f.kind == "invalid_actions"]
                 # a farmed reward and repeated turns come before deadlocks, which they cause
                 # (looping episodes run to the turn limit)
-                + find_reward_hacks(episodes) + find_loops(episodes)
+                + progress.find_farmed_credit(episodes) + find_loops(episodes)
+                # a user disclosing hidden facts unasked corrupts every signal after it: it is
+                # repaired before the policy is coached through the steps it misses
+                + find_leaks(episodes, metrics, window) + _progress_findings(episodes)
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
-                + find_leaks(episodes, metrics, window) + find_collapse(episodes, metrics, window)
+                + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window)
+                + progress.find_idle_modules(episodes, module_sources(run_dir))
                 + [f for f in invalid if f.kind == "format_learned"])
     return sorted(findings, key=lambda f: not f.irreversible)   # stable: keeps the order above
+
+
+def _progress_findings(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Steps a gym's success needs and never taken, guesses, restated prompts
+    (orchestrator.progress_findings): they cause the deadlocks and zero success after them."""
+    return (progress.find_missing_steps(episodes) + progress.find_early_answers(episodes)
+            + progress.find_restated_prompts(episodes))
+
+
+def module_sources(run_dir: Path | str) -> dict[str, str]:
+    """name -> source of the reward modules in the run's newest workspace snapshot (the trainer
+    copies each tree it loads to snapshots/<commit>/), {} before any."""
+    snaps = [p for p in (Path(run_dir) / "snapshots").glob("*") if p.is_dir()]
+    if not snaps:
+        return {}
+    newest = max(snaps, key=lambda p: p.stat().st_mtime)
+    return {f.stem: f.read_text(errors="replace") for f in sorted((newest / "rewards").glob("*.py"))}
 
 
 # ----------------------------------------------------------------------------- summary

@@ -51,6 +51,30 @@ def ledger_read(exp_dir: Path | str, type_: str | None = None) -> list[dict[str,
     return [r for r in rows if type_ is None or r.get("type") == type_]
 
 
+def reverted_commits(workspace: Path | str) -> set[str]:
+    """Commits a later commit on main names in a `Reverts:` line (the built-in agent's reverts
+    of what harmed or had no effect)."""
+    from orchestrator import gitops
+
+    log = gitops.git(workspace, "log", "--format=%B", check=False)
+    return {m.group(1) for m in re.finditer(r"^Reverts: ([0-9a-f]{7,40})", log, re.M)}
+
+
+def open_effects(exp_dir: Path | str, workspace: Path | str | None = None) -> list[dict[str, Any]]:
+    """The ledger's effect lines whose commit no revert has taken back yet (workspace: the
+    experiment's own, runs/NAME/workspace or the path in workspace.link, when not given)."""
+    if workspace is None:
+        link = Path(exp_dir) / "workspace.link"
+        workspace = Path(link.read_text().strip()) if link.exists() else Path(exp_dir) / "workspace"
+    from orchestrator.workspace import GitError
+
+    try:
+        done = reverted_commits(workspace)
+    except (GitError, OSError):      # no workspace to read: nothing is known to be reverted
+        done = set()
+    return [e for e in ledger_read(exp_dir, "effect") if e.get("commit") not in done]
+
+
 # ------------------------------------------------------------------- the measurement
 
 @dataclass
@@ -206,4 +230,53 @@ def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | s
         ledger_append(exp_dir, effect.ledger_line())
         done.add((commit, run_dir.name))
         new.append(effect)
+    if final:
+        for effect in never_applied(exp_dir, run_dir, workspace, metrics, gyms, window, done):
+            ledger_append(exp_dir, effect.ledger_line())
+            new.append(effect)
     return new
+
+
+def never_applied(exp_dir: Path, run_dir: Path, workspace: Path | str,
+                  metrics: list[dict[str, Any]], gyms: list[str], window: int,
+                  done: set[tuple[Any, str]]) -> list[Effect]:
+    """"unmeasured" effects, with the reason, for the commits the gate accepted while this run
+    trained that the trainer never applied on their own: the run ended first (the CPU demo's
+    step-8 commit once showed "-" in `orchestrator log`), or a later commit that includes it was
+    applied in its place (two commits between two step boundaries)."""
+    from orchestrator import gitops
+
+    events = diagnostics.read_events(run_dir)
+    started = min((e.get("time", 0.0) for e in events if e.get("event") == "started"), default=None)
+    applied = [(e["commit"], int(e["step"])) for e in events if e.get("event") == "applied"
+               and e.get("commit")]
+    if started is None:
+        return []
+    last = int(metrics[-1]["step"]) if metrics else 0
+    out = []
+    for v in ledger_read(exp_dir, "verdict"):
+        commit = v.get("commit")
+        if v.get("verdict") != "accepted" or not commit or (commit, run_dir.name) in done \
+                or commit in {c for c, _ in applied} or float(v.get("ts") or 0.0) < started:
+            continue
+        later = [(c, s) for c, s in applied if _is_ancestor(workspace, commit, c)]
+        reason = (f"the trainer applied it together with {later[0][0][:10]} at step {later[0][1]}, "
+                  f"whose effect it shares" if later else
+                  f"{run_dir.name} ended at step {last} before the trainer applied it")
+        try:
+            msg = gitops.message(workspace, commit)
+            parents = gitops.git(workspace, "rev-list", "--parents", "-n1", commit).split()[1:]
+            old = gitops.knobs_at(workspace, parents[0]) if parents else {}
+            metric, direction = target_of(msg, diagnostics.knob_changes(old, gitops.knobs_at(workspace, commit)), gyms)
+        except gitops.GitError:
+            metric, direction = "reward/mean", "up"
+        out.append(Effect(commit, run_dir.name, later[0][1] if later else last, metric, direction,
+                          window, None, None, None, None, "unmeasured", reason))
+        done.add((commit, run_dir.name))
+    return out
+
+
+def _is_ancestor(workspace: Path | str, a: str, b: str) -> bool:
+    from orchestrator.workspace import Workspace
+
+    return Workspace(workspace).is_ancestor(a, b)

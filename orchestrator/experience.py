@@ -1,7 +1,10 @@
 """The experience pool: what earlier interventions did, kept across runs and experiments (paper 4.6).
 
-One markdown file per finding under `experience/` (or $EAU_EXPERIENCE_DIR), with a front matter
-block whose values are JSON (so it is also valid YAML):
+One markdown file per finding in the pool's folder: `_experience/` in the runs folder (`runs/` by
+default; the underscore keeps it apart from experiment names, which start with a letter or a
+digit), or $EAU_EXPERIENCE_DIR. Runs write it, so it lives with them, outside the project's
+source tree: in the project's own `experience/` folder a demo left its findings untracked in the
+checkout. Each file has a front matter block whose values are JSON (so it is also valid YAML):
 
     ---
     bench: "colbench"
@@ -13,8 +16,13 @@ block whose values are JSON (so it is also valid YAML):
     ---
     free text: what was seen, what was done, what to try next
 
-Sessions get `index()` in their prompt (the LLM agents also read the files); the built-in agent
-writes one finding per measured effect (`record_effects`) and avoids repeating what harmed.
+Sessions get `index()` in their prompt (the LLM agents also read the files, and add theirs in
+the same format); the built-in agent writes one finding per measured effect (`record_effects`)
+and avoids repeating what harmed. `effect` is the label of orchestrator.effects: the metric of
+the commit's `Expect:` line over the W steps after the trainer applied it against the W before,
+helped / harmed beyond a noise floor of twice the standard error of its step-to-step variation,
+inconclusive within it. Findings come from training-side logs only; evaluation results never
+enter the pool.
 """
 from __future__ import annotations
 
@@ -25,11 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import gitops
-from orchestrator.paths import project_root
+from orchestrator.paths import runs_dir
+
+POOL = "_experience"
 
 
-def pool_dir(override: Path | str | None = None) -> Path:
-    path = Path(override or os.environ.get("EAU_EXPERIENCE_DIR") or project_root() / "experience")
+def pool_dir(override: Path | str | None = None, runs_root: Path | str | None = None) -> Path:
+    """The pool's folder (made if missing): `override`, else $EAU_EXPERIENCE_DIR, else POOL in
+    `runs_root` (an experiment's parent folder), else in the default runs folder."""
+    path = Path(override or os.environ.get("EAU_EXPERIENCE_DIR")
+                or Path(runs_root or runs_dir()) / POOL)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -113,6 +126,7 @@ def record_effects(exp_dir: Path | str, bench: str, workspace: Path | str,
     from orchestrator import diagnostics, effects
 
     exp_dir = Path(exp_dir)
+    pool = pool_dir(pool, runs_root=exp_dir.parent)
     seen = {(r.get("commit"), (r.get("evidence") or {}).get("run")) for r in read_findings(pool)
             if isinstance(r.get("evidence"), dict)}
     written = []

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from orchestrator import effects, experience, ledger
+from orchestrator import effects, experience, ledger, prune, reward_guard
 from orchestrator.agents import base
 from orchestrator.errors import UserError
 from orchestrator.paths import project_root
@@ -130,14 +130,17 @@ class Experiment:
         run.mkdir(parents=True)
         (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         if from_run and from_checkpoint:
+            # hard links: the copy costs no disk, and slimming the old run below unlinks only
+            # its own names (os.link: the run folders share one file system)
             shutil.copytree(self.run_dir(from_run) / "checkpoints" / from_checkpoint,
-                            run / "checkpoints" / from_checkpoint)
+                            run / "checkpoints" / from_checkpoint, copy_function=os.link)
         live = self.ws.rev(LIVE_REF) or self.ws.main()
         self.ws.tag(f"{name}-start", live)
         self.runs.append({"name": name, "reason": reason, "state": "created", "start_commit": live,
                           "from_run": from_run, "from_checkpoint": from_checkpoint,
                           "created": time.time()})
         self.save()
+        prune.slim_ended_runs(self.dir, self.meta)       # no earlier run is resumed again
         return run
 
     def config(self, opts: StartOptions) -> dict[str, Any]:
@@ -211,6 +214,7 @@ class Loop:
         self.watcher = None
         self.last_session: base.SessionResult | None = None
         self.total_steps = 0
+        self.switched_off: dict[str, set[str]] = {}     # run -> reward modules tried (reward_guard)
 
     def start_run(self, run: Path, resume: bool) -> None:
         self.run = run
@@ -228,7 +232,7 @@ class Loop:
             run_dir=self.run, bench=self.exp.meta["bench"], skill_path=skill_path(self.opts.skill),
             time_limit_s=self.opts.session_time_s, budget_usd=self.opts.budget_usd,
             window=self.opts.window, command=self.opts.agent_cmd,
-            experience_dir=experience.pool_dir(), step=step)
+            experience_dir=experience.pool_dir(runs_root=self.exp.dir.parent), step=step)
 
     def submit_session(self, step: int = 0) -> None:
         from orchestrator import gate
@@ -300,6 +304,11 @@ class Loop:
                                               "why": st.reason, "key": f"crash-{time.time()}"})
         if self.handle_control():
             return None
+        if st.state == "running" and not self.runner.running:
+            # never while a session runs: it may be editing knobs.json, and an LLM agent's
+            # session holds the gate until its commits carry their trailers
+            reward_guard.switch_off_failing(self.exp.dir, self.exp.ws, self.run, self.opts.window,
+                                            self.switched_off.setdefault(self.run.name, set()))
         if self.opts.agent != "none" and self.opts.control != "inter-run" and st.state == "running" \
                 and self.sched.due(st.step):
             self.submit_session(st.step)
@@ -320,6 +329,8 @@ class Loop:
             return st.state
         if self.stop_event.is_set():
             self.sup.stop()
+            if self.on_tick:      # a step whose update was under way at SIGTERM ends before the
+                self.on_tick(self.status(self.sup.poll()))    # checkpoint: its line too
             self.runner.wait(self.opts.session_time_s + 30)
             self.close_run()
             self.exp.set_run_state(self.run.name, STOPPED, ended_step=last_step(self.run))
@@ -387,6 +398,7 @@ class Loop:
                 if final is not None:
                     break
                 time.sleep(self.opts.poll_s)
+            prune.slim_ended_runs(self.exp.dir, self.exp.meta)   # a finished run never resumes
         finally:
             base.kill_active()          # a session CLI must not outlive `start` (Ctrl-C, an error)
             if self.run is not None:

@@ -19,7 +19,7 @@ from orchestrator import gate, ledger
 from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
 from orchestrator.paths import project_root
-from orchestrator.workspace import JUDGED_REF, LIVE_REF, Workspace
+from orchestrator.workspace import JUDGED_REF, LIVE_REF, Workspace, author_kind
 
 RUN_CAP = 5                     # inter-run iterations per experiment (paper section 5)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -166,7 +166,7 @@ def _check_seed_folder(seed: Path, origin: str) -> None:
 def _seed_message(origin: str) -> str:
     return (f"Seed workspace from {origin}\n\nWhy: a new experiment starts from this workspace.\n"
             f"Expect: the first run trains on these knobs, rules, personas and reward modules.\n"
-            f"Eau-Author: gate\n")
+            f"Eau-Author: orchestrator\n")
 
 
 def _record_first_verdict(exp_dir: Path, ws: Workspace, first: str) -> None:
@@ -174,7 +174,7 @@ def _record_first_verdict(exp_dir: Path, ws: Workspace, first: str) -> None:
     empty = ws.run("hash-object", "-t", "tree", "/dev/null")
     files = ws.changed_paths(empty, first)
     v = gate.Verdict(commit=first, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
-                     author_kind="person", agent=None, session=None, files=list(files),
+                     author_kind=author_kind(info), agent=None, session=None, files=list(files),
                      knob_changes=[], verdict="accepted", reasons=[], file_status=files)
     ws.add_note(first, json.dumps({"verdict": "accepted", "reasons": [], "note": "experiment seed"}))
     ledger.append_line(exp_dir, {"type": "verdict", **v.__dict__})

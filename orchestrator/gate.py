@@ -23,18 +23,20 @@ import argparse
 import fcntl
 import json
 import os
+import shlex
 import sys
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from orchestrator import gate_checks as checks
+from orchestrator import gate_replay
 from orchestrator import ledger
 from orchestrator.errors import UserError
 from orchestrator.gate_context import GateContext
 from orchestrator.supervisor import pid_alive
 from orchestrator.workspace import (JUDGED_REF, LIVE_REF, MAIN, CommitInfo, Workspace,
-                                    is_agent_author, parse_trailers)
+                                    author_kind, is_agent_author, parse_trailers)
 
 
 @dataclass
@@ -42,7 +44,7 @@ class Verdict:
     commit: str
     parent: str | None
     author: str
-    author_kind: str                   # "agent" | "person"
+    author_kind: str                   # "agent" | "orchestrator" | "person"
     agent: str | None
     session: str | None
     files: list[str]                   # paths the commit changes (against the live tree)
@@ -96,16 +98,21 @@ def content_reasons(ws: Workspace, old: str, new: str, ctx: GateContext) -> tupl
 
 
 def message_reasons(ws: Workspace, old: str, new: str, message: str, agent: bool,
-                    files: dict | None = None) -> list[str]:
+                    files: dict | None = None, ctx: GateContext | None = None) -> list[str]:
+    """The checks that need the commit's message: its rationale lines, schema widening (a
+    person's only), and a reward module that cannot pay in the gym its Expect line names."""
     files = ws.changed_paths(old, new) if files is None else files
-    return checks.check_message(message) + checks.check_schema_widening(
+    reasons = checks.check_message(message) + checks.check_schema_widening(
         ws, old, new, files, is_human(message, agent))
+    if not reasons and ctx is not None:
+        reasons += gate_replay.check_expected_pay(ws, old, new, files, message, ctx)
+    return reasons
 
 
 def _verdict(info: CommitInfo, files, changes, reasons) -> Verdict:
     t = info.trailers()
     return Verdict(commit=info.sha, parent=info.parent, author=f"{info.author_name} <{info.author_email}>",
-                   author_kind="agent" if is_agent_author(info) else "person", agent=t.get("Eau-Agent"),
+                   author_kind=author_kind(info), agent=t.get("Eau-Agent"),
                    session=t.get("Eau-Session"), files=list(files), knob_changes=changes,
                    verdict="rejected" if reasons else "accepted", reasons=reasons, file_status=dict(files))
 
@@ -121,7 +128,9 @@ def judge_commit(ws: Workspace, info: CommitInfo, live_tree: str, ctx: GateConte
                   f"a rejected commit); redo it on top of main.")
         return _verdict(info, ws.changed_paths(info.parent, info.sha), [], [reason]), None
     reasons, changes, files = content_reasons(ws, live_tree, candidate, ctx)
-    reasons += message_reasons(ws, live_tree, candidate, info.message, is_agent_author(info), files)
+    # a module's replay against its Expect line only for a commit every other check passed
+    reasons += message_reasons(ws, live_tree, candidate, info.message, is_agent_author(info), files,
+                               None if reasons else ctx)
     return _verdict(info, files, changes, reasons), candidate
 
 
@@ -412,11 +421,20 @@ def _hook(kind: str, exp_dir: str | None, msg_file: str | None) -> int:
         ident = ws.run("var", "GIT_AUTHOR_IDENT")
         email = ident.split("<", 1)[-1].split(">", 1)[0]
         info = CommitInfo("", None, new_tree, message, ident.split("<")[0].strip(), email)
-        reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info))
+        reasons = message_reasons(ws, old_tree, new_tree, message, is_agent_author(info), ctx=ctx)
     if reasons:
-        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons], sep="\n", file=sys.stderr)
+        print("EAU gate: commit refused:", *[f"  - {r}" for r in reasons],
+              back_out_hint(list(ws.changed_paths(old_tree, new_tree))), sep="\n", file=sys.stderr)
         return 1
     return 0
+
+
+def back_out_hint(paths: list[str]) -> str:
+    """What a refused commit leaves and how to undo it: git stops the commit, not the edit, so
+    the change stays staged and in the files (README, "A commit of your own")."""
+    quoted = " ".join(shlex.quote(p) for p in paths) or "."
+    return (f"Nothing was committed and the change stays staged: fix it and commit again, or back "
+            f"out with `git restore --source=HEAD --staged --worktree -- {quoted}`.")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -443,9 +443,10 @@ def _walk(value: Any, where: str = ""):
 
 
 def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> list[str]:
-    """users/<bench>/rules.json: its schema, regexes that compile and finish on recent agent
-    messages, `compile_rules` (fact kinds the bench's tasks have, knob references), and a replay
-    of the symbolic user on recent transcripts (orchestrator.rule_replay)."""
+    """users/<bench>/rules.json: its schema, regexes RE2 compiles (training/users/rule_regex.py:
+    linear-time matching, so no regex needs a replay to prove it finishes), `compile_rules` (fact
+    kinds the bench's tasks have, knob references), and a replay of the symbolic user on recent
+    transcripts (orchestrator.rule_replay)."""
     rules, err = load_json(ws, new_tree, path)
     if err:
         return [err]
@@ -464,17 +465,17 @@ def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> li
         if errors:
             return [f"{path}: {'.'.join(map(str, e.absolute_path)) or '(top)'} = {short(e.instance)}: "
                     f"{e.message} ({RULES_SCHEMA})." for e in errors]
-    reasons, patterns = [], []
+    from training.users.rule_regex import RuleRegexError, compile_pattern
+
+    reasons = []
     for where, key, value in _walk(rules):
-        if key in ("regex", "not_regex", "pattern") and isinstance(value, str):
+        if key in ("regex", "not_regex") and isinstance(value, str):
             try:
-                re.compile(value)
-                patterns.append((where, value))
-            except re.error as exc:
-                reasons.append(f"{path}: {where} = {value!r} is not a valid regular expression ({exc}).")
+                compile_pattern(value)     # the engine the trainer matches with: RE2, linear time
+            except RuleRegexError as exc:
+                reasons.append(f"{path}: {where} = {value!r}: {exc}.")
     if reasons:
         return reasons
-    reasons += replay_regexes(path, patterns, ctx)
     bench = path.split("/")[1]
     kinds = ctx.bench_fact_kinds(bench)
     try:
@@ -496,31 +497,6 @@ def check_rules(ws: Workspace, new_tree: str, path: str, ctx: GateContext) -> li
         reasons += [f"{path}: replayed on recent transcripts, the symbolic user failed at {e}."
                     for e in result["errors"]]
     return reasons
-
-
-# Messages that make a backtracking regex blow up (e.g. "(a+)+$"), added to the replayed ones.
-_STRESS = ["a" * 30 + "!", "1" * 30 + "x", " ".join(["why"] * 300) + " ?", "ab" * 200 + "\n"]
-_REGEX_PROGRAM = "import re\nPATTERNS = {patterns!r}\nMESSAGES = {messages!r}\n"
-REGEX_REPLAY_S = 1.0
-
-
-def replay_regexes(path: str, patterns: list[tuple[str, str]], ctx: GateContext) -> list[str]:
-    """Search every rule regex in the agent messages of recent transcripts (and a few stress
-    strings) in the sandbox, so a regex that backtracks for seconds never reaches the trainer."""
-    if not patterns:
-        return []
-    from training.sandbox import Limits, run_calls
-
-    turns, _ = replay_pairs(ctx.trajectory_episodes())
-    messages = list(dict.fromkeys(str(t.get("agent", ""))[:2000] for _, t in turns)) + _STRESS
-    source = _REGEX_PROGRAM.format(patterns=[p for _, p in patterns], messages=messages)
-    exprs = [f"sum(1 for m in MESSAGES if re.search(PATTERNS[{i}], m, re.I))" for i in range(len(patterns))]
-    results = run_calls(source, exprs, Limits(wall_s=2.0, cpu_s=2.0 + REGEX_REPLAY_S * len(patterns)),
-                        per_call_wall_s=REGEX_REPLAY_S)
-    return [f"{path}: {where} = {pattern!r} took over {REGEX_REPLAY_S:g} s on replayed agent messages "
-            f"(catastrophic backtracking); the trainer would stall on it." if res.kind == "timeout" else
-            f"{path}: {where} = {pattern!r} failed on replayed agent messages ({res.error})."
-            for (where, pattern), res in zip(patterns, results) if not res.ok]
 
 
 def check_control(ws: Workspace, new_tree: str, ctx: GateContext) -> list[str]:

@@ -1,7 +1,7 @@
 """The intervention ledger: `runs/NAME/ledger.jsonl`, one JSON object per line.
 
 Every line has "type" and "ts" (UNIX seconds). Types (`append_line` refuses any other):
-  verdict  {commit, parent, author, author_kind: "agent"|"person", agent, session, files,
+  verdict  {commit, parent, author, author_kind: "agent"|"orchestrator"|"person", agent, session, files,
             knob_changes: [{path, old, new}], verdict: "accepted"|"rejected", reasons, reverted_by}
   applied  {commit, run, step}            copied from a trainer's events.jsonl
   effect   {commit, metric, before, after, delta, noise, label: "helped"|"harmed"|"inconclusive"|"unmeasured", reason}
@@ -20,6 +20,8 @@ import time
 import warnings
 from pathlib import Path
 from typing import Any, Iterator
+
+from orchestrator.workspace import GATE_IDENTITY, ORCHESTRATOR_IDENTITY
 
 LEDGER = "ledger.jsonl"
 TYPES = ("verdict", "applied", "effect", "session", "control")
@@ -103,3 +105,36 @@ def effect_text(rec: dict[str, Any]) -> str:
     if rec.get("label") == "unmeasured" or not isinstance(delta, (int, float)):
         return f"{rec.get('metric')} {rec.get('label') or 'unmeasured'} ({rec.get('reason') or 'too few steps'})"
     return f"{rec.get('metric')} {delta:+.3g} ({rec.get('label')})"
+
+
+def session_reason(rec: dict[str, Any], limit: int) -> str:
+    """A session line's reason in at most about `limit` characters, as whole sentences
+    (orchestrator.sentences.fit), pointing to the session's record for the rest."""
+    from orchestrator.sentences import fit
+
+    reason = str(rec.get("reason") or "")
+    where = f"agents/{rec.get('session_id', '?')}/{'transcript.md' if rec.get('transcript') else 'result.json'}"
+    return fit(reason, limit, more=f"(the rest: {where})") if reason else ""
+
+
+def author_text(rec: dict[str, Any], short: bool = False) -> str:
+    """Who made a judged commit, as `log` shows it: "builtin (agent)", "Pat (person)", or the
+    gate's or orchestrator's own name for its commits (the seed, a revert, a switch-off); `short`
+    (`status`): the agent, "person" or "orchestrator". A seed judged before author_kind knew
+    "orchestrator" was recorded as a person's: its email tells."""
+    name, _, email = str(rec.get("author") or "?").partition(" <")
+    kind = "orchestrator" if email.rstrip(">") in (GATE_IDENTITY[1], ORCHESTRATOR_IDENTITY[1]) \
+        else rec.get("author_kind", "?")
+    if rec.get("agent"):
+        return rec["agent"] if short else f"{rec['agent']} (agent)"
+    if short:
+        return kind
+    return name if kind == "orchestrator" else f"{name} ({kind})"
+
+
+def applied_text(rec: dict[str, Any], applied: list[str], runs: list[dict[str, Any]]) -> str:
+    """Where a judged commit was trained on: each "run-001 step 4" it was hot-reloaded at, each
+    "run-001 start" a run started from it, else "pending" (accepted, not yet applied) or "-"."""
+    where = list(applied) + [f"{r['name']} start" for r in runs
+                             if r.get("start_commit") == rec.get("commit")]
+    return ", ".join(where) or ("pending" if rec.get("verdict") == "accepted" else "-")

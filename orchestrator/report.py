@@ -14,6 +14,7 @@ import html
 import sys
 from pathlib import Path
 
+from orchestrator import ledger
 from orchestrator import report_plots as plots
 from orchestrator.report_data import (ExperimentData, TableRow, load_experiment, table_columns,
                                       table_rows)
@@ -57,11 +58,14 @@ def _fmt(mean: float, std: float, n: int, key: str) -> str:
     return cell
 
 
-def render_table(rows: list[TableRow]) -> str:
-    """The results table: one row per experiment and evaluated model, columns as in the paper."""
+def render_table(rows: list[TableRow], names: list[str]) -> str:
+    """The results table: one row per experiment and evaluated model, columns as in the paper;
+    without rows, the command that makes them for each experiment (`eval` reads its bench from
+    the experiment)."""
     if not rows:
-        return ("<p>No evaluation yet: run <code>orchestrator eval EXP --bench B</code> "
-                "(results go to the experiment's eval/ folder).</p>")
+        commands = ", ".join(f"<code>orchestrator eval {html.escape(n)}</code>" for n in names)
+        return (f"<p>No evaluation yet: run {commands} (results go to the experiment's eval/ "
+                "folder).</p>")
     cols = table_columns(rows)
     groups: list[tuple[str, int]] = []
     for group, _, _ in cols:
@@ -115,7 +119,7 @@ def _sessions_table(exp: ExperimentData) -> str:
         f"<td class=l>{html.escape(str(r.get('agent', '')))}</td>"
         f"<td class=l>{html.escape(str(r.get('status', '')))}</td>"
         f"<td>{len(r.get('commits') or [])}</td>"
-        f"<td class=l>{html.escape(str(r.get('reason') or '')[:240])}</td></tr>" for r in rows)
+        f"<td class=l>{html.escape(ledger.session_reason(r, 400))}</td></tr>" for r in rows)
     return ("<table class=sessions><tr><th class=l>session</th><th class=l>agent</th>"
             f"<th class=l>ended</th><th>commits</th><th class=l>reason</th></tr>{body}</table>")
 
@@ -188,7 +192,8 @@ def build_report(exp_dirs: list[Path], out_dir: Path) -> Path:
         title=html.escape(f"EAU report: {names}"),
         intro=html.escape(f"{len(exps)} experiment(s). Evaluation results come from each "
                           "experiment's eval/ folder, which no meta-agent session reads."),
-        table=render_table(rows), comparison=comparison, sections=sections,
+        table=render_table(rows, [e.name for e in exps]), comparison=comparison,
+        sections=sections,
         columns=min(len(exps), 3), warnings=warn_html)
     index = out_dir / "index.html"
     index.write_text(page, encoding="utf-8")

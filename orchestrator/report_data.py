@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator import diagnostics
 from orchestrator.errors import UserError
 
 USERGYM_GYMS = ("travel", "function", "persuade", "tau", "turtle", "intention", "telepathy")
@@ -178,6 +179,8 @@ def join_interventions(ledger: list[dict[str, Any]],
             detail = f"{eff['metric']} {eff['delta']:+.3g}"
             if isinstance(eff.get("noise"), (int, float)):
                 detail += f" (noise {eff['noise']:.2g})"
+        elif eff.get("label") == "unmeasured":      # the whole reason, as `orchestrator log` shows it
+            detail = f"{eff.get('metric')}: {eff.get('reason') or 'the run ended first'}"
         out.append(Intervention(commit=commit, run=run, step=step, what=what or commit[:8],
                                 effect=str(eff.get("label") or ""), effect_detail=detail,
                                 knob_changes=changes))
@@ -203,6 +206,9 @@ def load_experiment(root: Path) -> ExperimentData:
         runs.append(RunData(name=d.name, index=int(m.group(1)),
                             config=read_json(d / "config.json", warnings), metrics=metrics,
                             events=read_jsonl(d / "events.jsonl", warnings)))
+    for run in runs:             # failed calls scored 0 in silence: the report says so
+        warnings += [f"{run.name}: {f.message}"
+                     for f in diagnostics.find_module_errors(run.metrics, [], len(run.metrics))]
     ledger = read_jsonl(root / "ledger.jsonl", warnings)
     evals = []
     if (root / "eval").is_dir():

@@ -125,7 +125,8 @@ class Workspace:
         subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
         ws = cls(path)
         ws.run("add", "-A")
-        ws.run("commit", "-q", "--no-verify", "-m", message, env=identity_env(*GATE_IDENTITY))
+        ws.run("commit", "-q", "--no-verify", "-m", message,
+               env=identity_env(*ORCHESTRATOR_IDENTITY))
         return ws
 
     def install_hooks(self, scripts: dict[str, str], missing_only: bool = False) -> None:
@@ -298,6 +299,23 @@ class Workspace:
                     identity: tuple[str, str] = GATE_IDENTITY) -> str:
         return self.run("commit-tree", tree, "-p", parent, "-m", message, env=identity_env(*identity))
 
+    def commit_file(self, path: str, data: bytes, message: str,
+                    identity: tuple[str, str]) -> str | None:
+        """A commit on top of main that changes one file to `data`, built on a temporary index
+        (no `git add`: a session's or a person's uncommitted edits in the checkout stay out of
+        it, and stay in place); main advances only if it has not moved meanwhile (None then)."""
+        head = self.main()
+        if head is None:
+            return None
+        blob = self._run(["hash-object", "-w", "--stdin"], None, data, True).decode().strip()
+        with tempfile.TemporaryDirectory(prefix="eau-index-") as tmp:
+            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            self.run("read-tree", head, env=env)
+            self.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
+            tree = self.run("write-tree", env=env)
+        sha = self.commit_tree(tree, head, message, identity)
+        return sha if self.advance_main(sha, head) else None
+
     def advance_main(self, new: str, old: str) -> bool:
         """Move main from `old` to `new` (compare-and-swap) and bring the checkout along.
 
@@ -348,6 +366,16 @@ class Workspace:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         return dest
+
+
+def author_kind(info: CommitInfo) -> str:
+    """"agent", "orchestrator" (the gate's and the orchestrator's own commits: the seed, reverts,
+    switch-offs) or "person"."""
+    if is_agent_author(info):
+        return "agent"
+    if info.author_email in (GATE_IDENTITY[1], ORCHESTRATOR_IDENTITY[1]):
+        return "orchestrator"
+    return "person"
 
 
 def is_agent_author(info: CommitInfo) -> bool:

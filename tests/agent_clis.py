@@ -2,12 +2,13 @@
 scripted model endpoint (orchestrator/agents/scripted.py).
 
 `pinned_cli(agent)` returns the folder holding the pinned CLI (scripts/agent_clis.txt): found on
-PATH or in .agent-clis/, else installed there once by scripts/install_agent_clis.sh (15-25 s and
-808 MB here, with an empty npm cache), else the test is skipped with the reason: no npm, an
-install that failed, or EAU_INSTALL_AGENT_CLIS=0. Under CI=true (what GitHub Actions, GitLab CI
-and most runners set) no npm or a failed install fails the test instead, with the reason: a
-skip there let CI pass without ever running the real CLIs. EAU_INSTALL_AGENT_CLIS=0 still skips
-there, as a choice written into the CI job for a reader to see.
+PATH or in the cache folder's agent-clis/ (orchestrator/agents/clis.py `prefix`), else installed
+there once by scripts/install_agent_clis.sh (15-25 s and 808 MB here, with an empty npm cache),
+else the test is skipped with the reason: no npm, an install that failed, or
+EAU_INSTALL_AGENT_CLIS=0. Under CI=true (what GitHub Actions, GitLab CI and most runners set) no
+npm or a failed install fails the test instead, with the reason: a skip there let CI pass without
+ever running the real CLIs. EAU_INSTALL_AGENT_CLIS=0 still skips there, as a choice written into
+the CI job for a reader to see.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ def outcome(agent: str = "codex") -> tuple[str, str]:
 
 @pytest.fixture
 def no_cli(tmp_path, monkeypatch):
-    """No pinned CLI on PATH or in .agent-clis/, npm present, and an installer that fails."""
+    """No pinned CLI on PATH or in the cache folder, npm present, and an installer that fails."""
     script = tmp_path / "scripts" / "install_agent_clis.sh"
     script.parent.mkdir()
     script.write_text("echo 'npm error code ENOTFOUND: registry.npmjs.org not reachable' >&2\n"

@@ -5,6 +5,15 @@ under grpo and infopo there is no critic, so neither critic.pt nor critic_optim.
 A checkpoint is written into a hidden temporary sibling folder, `state.json` last, then renamed
 into place, so a crash leaves either no folder or a whole one; `latest` only accepts folders that
 have `state.json`. The frozen reference model is not saved: it is rebuilt from `model.path`.
+
+What a bit-exact resume needs, and no more: the CPU demo's checkpoint (SmolLM2-135M, PPO) was
+3,079 MiB, policy and critic 513 each and each AdamW state 1,026 (two fp32 moments a parameter).
+The critic's token embedding gets a gradient only on the rows of the tokens it has read, 773 of
+49,152 after the demo's 8 steps, so 212 MiB of its moments were zeros: an optimiser moment
+whose rows are mostly zero is stored as its other rows and their indices (`_pack`), and `load`
+rebuilds it bit for bit. The policy's embedding is tied to its output layer, whose gradient
+reaches every row, so its moments stay dense. A checkpoint whose run ended may keep only its
+policy (orchestrator/prune.py); `load` refuses it for a resume.
 """
 from __future__ import annotations
 
@@ -18,6 +27,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from training.config import ConfigError
 
 STATE = "state.json"
 
@@ -42,6 +53,36 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+_PACKED = "__zero_rows_packed__"
+
+
+def _pack(t: Any) -> Any:
+    """A 2-D fp32 tensor with at least half its rows +0.0 throughout, as {index, rows, shape};
+    anything else as it is. Only +0.0 counts (its bits are all 0), so a -0.0 is kept as data."""
+    if not (torch.is_tensor(t) and t.dim() == 2 and t.dtype == torch.float32):
+        return t
+    kept = (t.view(torch.int32) != 0).any(dim=1)                    # (rows,)
+    if 2 * int(kept.sum()) > t.shape[0]:
+        return t
+    index = kept.nonzero().squeeze(1)                                # (n,)
+    return {_PACKED: True, "shape": list(t.shape), "index": index.cpu(), "rows": t[index].cpu()}
+
+
+def _unpack(v: Any) -> Any:
+    if isinstance(v, dict) and v.get(_PACKED):
+        out = torch.zeros(v["shape"], dtype=v["rows"].dtype)
+        out[v["index"]] = v["rows"]
+        return out
+    return v
+
+
+def _map_optim_state(sd: dict, fn) -> dict:
+    """An optimiser state dict with `fn` applied to each per-parameter value, in new dicts (the
+    optimiser's own state dicts are shared with `state_dict()`'s result and stay untouched)."""
+    return {**sd, "state": {pid: {k: fn(v) for k, v in entry.items()}
+                            for pid, entry in sd.get("state", {}).items()}}
+
+
 def save(root: Path, step: int, tensors: dict[str, dict], meta: dict[str, Any],
          keep: int = 0) -> Path:
     """Write `tensors` (name -> state dict) and `meta` as checkpoint `step`; returns its folder.
@@ -53,7 +94,8 @@ def save(root: Path, step: int, tensors: dict[str, dict], meta: dict[str, Any],
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{dest.name}-", dir=root))
     try:
         for name, sd in tensors.items():
-            torch.save(sd, tmp / f"{name}.pt")
+            torch.save(_map_optim_state(sd, _pack) if name.endswith("_optim") else sd,
+                       tmp / f"{name}.pt")
         torch.save(rng_state(), tmp / "rng.pt")
         (tmp / STATE).write_text(json.dumps({"step": step, **meta}, indent=1))
         if dest.exists():          # the same step saved again (SIGTERM right after a save)
@@ -90,10 +132,19 @@ def latest(root: Path) -> Path | None:
 
 
 def load(folder: Path, names: list[str]) -> tuple[dict[str, dict], dict[str, Any], dict]:
-    """(state dicts by name, meta from state.json, RNG state) of one checkpoint folder."""
+    """(state dicts by name, meta from state.json, RNG state) of one checkpoint folder.
+
+    A checkpoint of a run that ended keeps only policy.pt (orchestrator/prune.py), which a resume
+    cannot use: refused in one sentence."""
+    meta = read_meta(folder)
+    if meta.get("policy_only"):
+        raise ConfigError(f"{folder} keeps only the policy (its run ended, and the critic, "
+                          "optimiser and RNG states were removed): evaluate it with "
+                          "`orchestrator eval`, or start a new run.")
     tensors = {n: torch.load(folder / f"{n}.pt", map_location="cpu", weights_only=False)
                for n in names}
-    meta = read_meta(folder)
+    tensors = {n: _map_optim_state(sd, _unpack) if n.endswith("_optim") else sd
+               for n, sd in tensors.items()}
     rng = torch.load(folder / "rng.pt", weights_only=False)
     return tensors, meta, rng
 
@@ -158,8 +209,6 @@ def read_for_resume(root: Path, algorithm: str, with_critic: bool
     """(state dicts, meta, RNG state) of the newest whole checkpoint under `root`, or None; a
     checkpoint of another algorithm is refused in one sentence (checkpoints from before
     algorithm.name existed are all PPO's)."""
-    from training.config import ConfigError
-
     folder = latest(root)
     if folder is None:
         return None

@@ -24,3 +24,15 @@ def novelty(earlier: list[dict[str, Any]], turn: dict[str, Any]) -> tuple[list[s
     new = list(dict.fromkeys(f for f in turn.get("revealed_facts", ()) if f not in seen))
     me = same_action(turn.get("agent", ""))
     return new, bool(me) and any(same_action(t.get("agent", "")) == me for t in earlier)
+
+
+def repeated_marks(turns: list[dict[str, Any]]) -> list[bool]:
+    """Per agent turn of an episode: does it repeat an earlier turn? The rollout's own mark
+    (`repeated`) where a turn has it; trajectories written before the mark existed are judged
+    from the text the same way (`same_action`)."""
+    seen, out = set(), []
+    for t in turns:
+        me = same_action(t.get("agent", ""))
+        out.append(bool(t["repeated"]) if "repeated" in t else bool(me) and me in seen)
+        seen.add(me)
+    return out

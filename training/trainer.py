@@ -382,11 +382,7 @@ class Trainer:
                           generate_s=max(p[1].generate_s for p in parts),
                           env_s=max(p[1].env_s for p in parts),
                           turns=sum(p[1].turns for p in parts))
-        sc = rewards.ScoreStats(errors=sum(p[2].errors for p in parts),
-                                calls=sum(p[2].calls for p in parts))
-        for p in parts:
-            for name, value in p[2].per_module.items():
-                sc.per_module[name] = sc.per_module.get(name, 0.0) + value
+        sc = rewards.ScoreStats.merged([p[2] for p in parts])
         return merged, st, sc, sum(p[3] for p in parts), max(p[4] for p in parts)
 
     def write_trajectories(self, step: int, records: list[dict[str, Any]]) -> None:
@@ -470,8 +466,8 @@ class Trainer:
                     self.files.metric(record)
                     print(f"step {self.step}: reward {record['reward/mean']:.3f} "
                           f"turns {record['episode/turns']:.1f} {record['perf/step_s']:.1f}s "
-                          f"commit {record['workspace/commit'][:8] or '-'}", file=sys.stderr,
-                          flush=True)
+                          f"commit {record['workspace/commit'][:8] or '-'}"
+                          + rewards.errors_text(record), file=sys.stderr, flush=True)
                 freq = self.cfg.trainer.save_freq
                 if freq > 0 and self.step % freq == 0:
                     self.save("save_freq")
@@ -503,8 +499,6 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
     out.update(update)
     out.update({"step": step, "time": time.time(), "workspace/commit": commit,
                 "episode/env_errors": sum(rec["error"] is not None for rec in records),
-                "reward/module_errors": score_stats.errors,
-                "reward/module_calls": score_stats.calls,
                 "actor/entropy_coeff": coefs["entropy_coeff"],
                 "actor/kl_loss_coef": coefs["kl_loss_coef"], "actor/lr": coefs["lr"],
                 "perf/step_s": step_s,
@@ -522,8 +516,7 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
                 "perf/update_tokens_per_s": update_tokens / max(update_s, 1e-9),
                 "perf/generated_tokens": stats.generated_tokens,
                 "perf/peak_mem_mb": peak_mb})
-    for name, value in score_stats.per_module.items():
-        out[f"reward/module/{name}"] = value / max(len(records), 1)
+    out.update(score_stats.metrics(len(records)))
     return out
 
 

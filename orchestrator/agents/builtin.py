@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator import diagnostics, effects, experience
+from orchestrator import diagnostics, effects, experience, replay
 from orchestrator import gitops
-from orchestrator.agents import base
+from orchestrator.agents import base, remedies
+from orchestrator.agents.remedies import Intervention
 from orchestrator.diagnostics import Finding
 from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 
@@ -79,34 +79,25 @@ NO_REPEAT_MODULE = "no_repeat"     # shipped in workspace/rewards/, switched off
 GENERIC_KINDS = frozenset({"nan", "harm", "entropy_collapse", "template_collapse"})
 
 
-@dataclass
-class Intervention:
-    """One change: knob writes and/or files, with the rationale its commit carries."""
-
-    subject: str
-    why: str
-    expect: str
-    knobs: dict[str, Any] = field(default_factory=dict)      # knob path -> new value
-    files: dict[str, str] = field(default_factory=dict)      # workspace path -> content
-    reverts: str | None = None
-
-    def message(self) -> str:
-        msg = f"{self.subject}\n\nWhy: {self.why}\nExpect: {self.expect}\n"
-        if self.reverts:
-            msg += f"Reverts: {self.reverts}\n"
-        return msg
-
-
 class Planner:
     """Turns findings into one intervention, within the knobs' limits."""
 
     def __init__(self, knobs: dict[str, Any], schema: dict[str, Any] | None, ws: Path,
-                 bench_gyms: list[str], avoid: set[tuple[str, str]], busy: set[str]):
+                 bench_gyms: list[str], avoid: set[tuple[str, str]], busy: set[str],
+                 avoid_files: set[str] = frozenset(), bench: str = "",
+                 episodes: list[dict[str, Any]] | None = None, window: int = 10):
         self.knobs, self.schema, self.ws = knobs, schema, ws
         self.gyms, self.avoid, self.busy = bench_gyms, avoid, busy
+        self.avoid_files = set(avoid_files)   # files a revert took back: not written again
+        self.bench = bench or next((b for b, g in BENCH_GYMS.items() if set(bench_gyms) <= set(g)), "")
+        self.episodes = episodes or []        # the recent trajectories every remedy is replayed on
+        self.window = window                  # W: the steps "recent success" is the mean of
+        self.metrics: list[dict[str, Any]] = []
         self.unremedied: list[str] = []     # findings left alone this session, with the reason
         self.findings: list[Finding] = []
         self.waiting: str | None = None       # a remedy still measured stops this session
+        self._vetted: set[int] = set()        # interventions their replay already passed
+        self._dropped: set[str] = set()       # subjects their replay showed cannot work
 
     # ---- helpers
     def value(self, path: str) -> Any:
@@ -136,6 +127,17 @@ class Planner:
             return None
         return new
 
+    def _latest_refusals(self, gym: str | None) -> tuple[int, float] | None:
+        """(step, share of refused turns) at the newest step of the recent trajectories that
+        sampled the gym (every gym when None); None when no turn there says."""
+        eps = [ep for ep in self.episodes if gym is None or ep.get("gym") == gym]
+        newest = max((ep["step"] for ep in eps if isinstance(ep.get("step"), int)), default=None)
+        turns = [t for ep in eps if ep.get("step") == newest for t in ep.get("turns") or []
+                 if "invalid_action" in t]
+        if newest is None or not turns:
+            return None
+        return newest, sum(bool(t["invalid_action"]) for t in turns) / len(turns)
+
     def _gyms_for(self, f: Finding) -> list[str]:
         return [f.gym] if f.gym and f.gym in self.gyms else list(self.gyms)
 
@@ -148,26 +150,61 @@ class Planner:
                     "low_success": self.on_low_success, "high_success": self.on_high_success,
                     "invalid_actions": self.on_invalid_actions,
                     "format_learned": self.on_format_learned,
-                    "reward_hack": self.on_reward_hack, "loop": self.on_loop}
+                    "reward_hack": self.on_reward_hack, "loop": self.on_loop,
+                    "missing_step": self.on_missing_step, "early_answer": self.on_early_answer,
+                    "no_effect": self.on_no_effect}
         self.unremedied, self.findings, self.waiting = [], findings, None
+        self.metrics = diagnostics.read_metrics(run_dir)
         for f in findings:
+            said = len(self.unremedied)
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
+            if act is not None and id(act) not in self._vetted:
+                act = self.vetted([act])
             if act is not None:
                 return act
             if self.waiting:        # refused turns cause the deadlocks and zero success after
                 self.unremedied.append(self.waiting)       # them: no second cause meanwhile
                 return None
-            if f.kind != "format_learned":        # an observation, not a problem
-                self.unremedied.append(self.why_not(f, run_dir))
+            # observations, not problems; a remedy dropped by its replay has said why already
+            if f.kind not in ("format_learned", "idle_module"):
+                why = self.why_not(f, run_dir, said=len(self.unremedied) > said)
+                self.unremedied[said:said] = [why] if why else []    # the finding's reason first
         return None
 
-    def why_not(self, f: Finding, run_dir: Path) -> str:
-        """One line: a finding this session leaves alone, and why (the session's summary)."""
+    def vetted(self, candidates: list[Intervention | None]) -> Intervention | None:
+        """The first candidate whose replay on the recent trajectories shows it can work
+        (orchestrator.agents.remedies.vet); each one dropped is recorded with the reason."""
+        for act in candidates:
+            if act is None or act.subject in self._dropped:
+                continue
+            why_not, shown = remedies.vet(self, act, self.episodes, self.bench)
+            if why_not:
+                self._dropped.add(act.subject)
+                self.unremedied.append(why_not)
+                continue
+            if shown:
+                act.why = f"{act.why} Before committing: {shown}."
+            self._vetted.add(id(act))
+            return act
+        return None
+
+    def why_not(self, f: Finding, run_dir: Path, said: bool = False) -> str | None:
+        """One line: a finding this session leaves alone, and why (the session's summary); None
+        where its remedies' replays have said why already (`said`) and nothing more is known."""
         if f.kind == "deadlock" and f.evidence.get("at_rollout_cap"):
             cap = diagnostics.rollout_turn_cap(run_dir)
             return (f"{f.message} Every such episode ends at the trainer's rollout.max_turns {cap} "
                     f"(config.json), which no workspace file moves: a new run with a larger "
                     f"--set rollout.max_turns is needed.")
+        if f.kind == "restated_prompt":
+            return (f"{f.message} No remedy of the built-in agent's kinds targets it: the examples "
+                    f"shown ask questions of their own, and a turn's record lacks the prompt a "
+                    f"reward module would compare it with.")
+        if f.kind == "module_errors":
+            return (f"{f.message} The experiment switches the module off once half its calls "
+                    f"fail (orchestrator/reward_guard.py); its code is for a person to fix.")
+        if said:
+            return None
         return f"{f.message} No remedy within the knobs' limits (or its knobs are still being measured)."
 
     # ---- invalid actions: help the policy find the format, and take the help back
@@ -183,7 +220,14 @@ class Planner:
     def on_invalid_actions(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
-        delta and the examples the file holds; else the shipped format reward."""
+        delta and the examples the file holds; else the shipped format reward. Not when the
+        newest step's refusals are below the finding's threshold already: the finding pools three
+        steps, and the CPU demo once added a second example at step 6 with refusals at 0.00."""
+        latest = self._latest_refusals(f.gym)
+        if latest is not None and latest[1] < diagnostics.INVALID_FRAC:
+            self.unremedied.append(f"{f.message} Refusals fell to {latest[1]:.2f} at step {latest[0]}: "
+                                   f"the worked examples shown already work, so none is added.")
+            return None
         # every gym some refusal finding names (one remedy, one cause), and the run's gyms whose
         # refusals no finding judged (too few recent turns, or not sampled lately): they have not
         # seen the format either
@@ -263,6 +307,51 @@ class Planner:
                             f"episode/repeat_rate falls, then score/{f.gym or 'mean'} rises.",
                             knobs={path: True})
 
+    # ---- episodes that make no progress: the missing step, guesses, and what did not help
+    def on_missing_step(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """A step the gym's success needs, never taken: a worked example that takes it, first
+        among those shown; else a reward at its first occurrence (it must pay on the recent
+        turns, so some episodes must take it); else one more example that takes it."""
+        gym, step = f.gym, f.evidence.get("step")
+        if gym not in self.gyms or not step:
+            return None
+        return self.vetted([remedies.worked_example(self, gym, step, f.message),
+                            remedies.step_reward(self, gym, step, f.message),
+                            remedies.more_examples(self, gym, step, f.message)])
+
+    def on_early_answer(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Answers before anything was learnt: a reward at the first disclosure of an episode,
+        else easier disclosure where the gym's episodes run to the cap (both replayed)."""
+        if f.gym not in self.gyms:
+            return None
+        return self.vetted([remedies.step_reward(self, f.gym, "disclosed", f.message),
+                            *self._curriculum(f.gym, f.message)])
+
+    def _curriculum(self, gym: str, why: str) -> list[Intervention]:
+        """Easier disclosure while the gym's success is 0 (its recent episodes and its
+        success/<gym> over the window) and its episodes run to the turn cap."""
+        success = diagnostics.recent_mean(self.metrics, f"success/{gym}", self.window)
+        if (success or 0.0) > 0.0 or not remedies.runs_to_cap(self.episodes, gym):
+            return []
+        return remedies.ease_disclosure(self, gym, why)
+
+    def on_no_effect(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """A change of an agent's measured "no effect" over its window goes back, by a commit
+        that says so: help that does not help leaves the next change's effect one cause."""
+        sha = f.evidence["commit"]
+        try:
+            by_agent = gitops.author_email(self.ws, sha).endswith("@agents.eau")
+            msg = gitops.message(self.ws, sha)
+        except gitops.GitError:
+            return None
+        if not by_agent or re.search(r"^Reverts: ", msg, re.M):
+            return None        # a person's change stays; a revert is not reverted back
+        act = remedies.revert(self, sha, f)
+        if act is not None:
+            act.subject = f"Revert {sha[:10]}: no effect on {f.evidence.get('metric')}"
+            act.expect = f"{f.evidence.get('metric')} stays within its noise floor."
+        return act
+
     def on_format_learned(self, f: Finding, run_dir: Path) -> Intervention | None:
         """The policy writes valid actions: switch the format reward off (it credits form, not
         content). Demonstrations go later, through the harder direction (on_high_success)."""
@@ -308,39 +397,13 @@ class Planner:
                             files={"control.json": json.dumps(req, indent=2) + "\n"})
 
     def on_harm(self, f: Finding, run_dir: Path) -> Intervention | None:
-        sha = f.evidence["commit"]
-        try:
-            parents = gitops.git(self.ws, "rev-list", "--parents", "-n1", sha).split()[1:]
-            old = gitops.knobs_at(self.ws, parents[0]) if parents else {}
-            changed = diagnostics.knob_changes(old, gitops.knobs_at(self.ws, sha))
-        except gitops.GitError:
-            return None
-        writes = {k: a for k, (a, b) in changed.items() if a is not None and self.value(k) == b}
-        files = self._files_before(sha, parents[0]) if parents else {}
-        if not writes and not files:
-            return None
-        return Intervention(f"Revert {sha[:10]}: it harmed {f.evidence.get('metric')}",
-                            f.message, f"{f.evidence.get('metric')} back to its level before {sha[:10]}.",
-                            knobs=writes, files=files, reverts=sha)
-
-    def _files_before(self, sha: str, parent: str) -> dict[str, str]:
-        """The parent's text of each file (knobs.json aside) that `sha` modified and that still
-        reads as `sha` left it: a harmful guard on a reward module goes back with its commit."""
-        out = {}
-        try:
-            names = gitops.git(self.ws, "diff", "--name-only", "--diff-filter=M", parent, sha).split()
-            for rel in names:
-                if rel == "knobs.json" or not (self.ws / rel).exists():
-                    continue
-                if (self.ws / rel).read_text() == gitops.git(self.ws, "show", f"{sha}:{rel}"):
-                    out[rel] = gitops.git(self.ws, "show", f"{parent}:{rel}")
-        except (gitops.GitError, OSError, UnicodeDecodeError):
-            return {}
-        return out
+        return remedies.revert(self, f.evidence["commit"], f)
 
     def on_deadlock(self, f: Finding, run_dir: Path) -> Intervention | None:
         if f.evidence.get("at_rollout_cap"):
-            return None     # the trainer's rollout.max_turns ends them: no workspace knob governs it
+            # the trainer's rollout.max_turns ends them and no workspace knob moves it; what
+            # helps is getting the facts sooner: easier disclosure (replayed before it is committed)
+            return self.vetted([a for g in self._gyms_for(f) for a in self._curriculum(g, f.message)])
         for gym in self._gyms_for(f):
             mq = f"env.{gym}.min_questions"
             new = self.step(mq, -1) if (self.value(mq) or 0) > 0 else None
@@ -430,8 +493,12 @@ class Planner:
                             "actor/entropy rises.", knobs={path: new})
 
     def on_low_success(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Success near zero: easier disclosure where the episodes run to the turn cap, else an
+        intermediate reward (a shipped module switched on, or eau_progress written), each replayed
+        on the recent trajectories first; eau_progress applies only where its replay pays."""
         target = f.gym or "mean"       # gym None: the all-gym success/mean was near zero
         gyms = [f.gym] if f.gym else list(self.gyms)
+        candidates: list[Intervention | None] = [a for g in gyms for a in self._curriculum(g, f.message)]
         modules = self.value("reward.modules") or {}
         for name in sorted(modules):
             src = (self.ws / "rewards" / f"{name}.py")
@@ -439,28 +506,36 @@ class Planner:
             # the format reward credits form and the repeat cost only charges, neither is
             # progress: refused turns and loops call for them (on_invalid_actions, on_loop)
             if name not in (FORMAT_MODULE, NO_REPEAT_MODULE) and not modules[name].get("enabled") \
-                    and src.exists() \
-                    and path not in self.busy \
+                    and src.exists() and path not in self.busy and (path, "False -> True") not in self.avoid \
                     and any(re.search(rf"['\"]{g}['\"]", src.read_text()) for g in gyms):
-                return Intervention(f"Enable reward module {name} for {', '.join(gyms)}",
-                                    f"{f.message} The policy sees no signal before its first success.",
-                                    f"score/{target} rises, then success/{target}.", knobs={path: True})
-        if PROGRESS_MODULE in modules or f"reward.modules.{PROGRESS_MODULE}.enabled" in self.busy:
-            return None
-        return Intervention(f"Add intermediate reward {PROGRESS_MODULE} for {', '.join(self.gyms)}",
-                            f"{f.message} The policy sees no signal before its first success.",
-                            f"score/{target} rises, then success/{target}.",
-                            knobs={f"reward.modules.{PROGRESS_MODULE}": {"enabled": True, "weight": 0.5}},
-                            files={f"rewards/{PROGRESS_MODULE}.py": PROGRESS_SOURCE.format(gyms=list(self.gyms))})
+                candidates.append(Intervention(
+                    f"Enable reward module {name} for {', '.join(gyms)}",
+                    f"{f.message} The policy sees no signal before its first success.",
+                    f"score/{target} rises, then success/{target}.", knobs={path: True}))
+        rel = f"rewards/{PROGRESS_MODULE}.py"
+        if PROGRESS_MODULE not in modules and f"reward.modules.{PROGRESS_MODULE}.enabled" not in self.busy \
+                and rel not in self.avoid_files:
+            # it pays first disclosures: only where the recent turns had some can it pay
+            pay, _ = replay.module_pay(PROGRESS_SOURCE.format(gyms=list(gyms)), self.episodes)
+            paying = [g for g in gyms if g in pay and pay[g].pays] or list(gyms)
+            candidates.append(Intervention(
+                f"Add intermediate reward {PROGRESS_MODULE} for {', '.join(paying)}",
+                f"{f.message} The policy sees no signal before its first success.",
+                f"score/{target} rises, then success/{target}.",
+                knobs={f"reward.modules.{PROGRESS_MODULE}": {"enabled": True, "weight": 0.5}},
+                files={rel: PROGRESS_SOURCE.format(gyms=paying)}))
+        return self.vetted(candidates)
 
     def on_high_success(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Past 0.80: one step harder (the gate allows it only there). Help goes first: worked
+        examples, then the user's disclosure where an earlier session eased it (curriculum),
+        then the environment's knobs, max_steps last (A.2: 10 -> 6 harmed)."""
         gym = f.gym or self.gyms[0]
         env = self.value(f"env.{gym}") or {}
-        # demonstrations first (help that succeeding no longer needs), max_steps last
-        # (A.2: 10 -> 6 harmed)
         names = sorted(env, key=lambda n: (n != "demonstrations", n == "max_steps"))
-        for name in names:
-            path = f"env.{gym}.{name}"
+        paths = [f"env.{gym}.{names[0]}"] if names[:1] == ["demonstrations"] else []
+        paths += remedies.eased(self, gym) + [f"env.{gym}.{n}" for n in names if n != "demonstrations"]
+        for path in paths:
             harder = diagnostics.knob_spec(self.schema, path).get("x-harder")
             if harder not in ("up", "down"):
                 continue
@@ -490,11 +565,6 @@ def _busy_knobs(ctx: base.SessionContext) -> set[str]:
             if parents:     # other files (rules, reward modules) count by path
                 busy |= set(gitops.git(ctx.workspace, "diff", "--name-only", parents[0], sha).split())
     return busy
-
-
-def _reverted(ws: Path) -> set[str]:
-    log = gitops.git(ws, "log", "--format=%B", check=False)
-    return {m.group(1) for m in re.finditer(r"^Reverts: ([0-9a-f]{7,40})", log, re.M)}
 
 
 def bench_gyms(bench: str, run_dir: Path) -> list[str]:
@@ -537,10 +607,8 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     ws, log = ctx.workspace, []
     written = experience.record_effects(ctx.exp_dir, ctx.bench, ws, ctx.experience_dir)
     log += [f"finding recorded: {p}" for p in written]
-    reverted = _reverted(ws)
-    harms = [e for e in effects.ledger_read(ctx.exp_dir, "effect")
-             if e.get("label") == "harmed" and e["commit"] not in reverted]
-    findings = diagnostics.diagnose(ctx.run_dir, ctx.window, harms)
+    # measured effects not yet taken back: "harmed" and "inconclusive" (no effect) are reverted
+    findings = diagnostics.diagnose(ctx.run_dir, ctx.window, effects.open_effects(ctx.exp_dir, ws))
     if ctx.skill_path.parent.name == "generic":
         # the generic meta-agent baseline (paper table 4) has no EAU skill: what any RL
         # practitioner reads from the curves is left (NaN, measured harm, collapsing entropy);
@@ -549,13 +617,17 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         log.append("generic meta-agent: no EAU skill, only " + ", ".join(sorted(GENERIC_KINDS)))
     log += [f"diagnosis: [{f.kind}/{f.gym}] {f.message}" for f in findings]
     knobs, schema = diagnostics.load_workspace_knobs(ws)
+    undone, undone_files = remedies.taken_back(ws)
     planner = Planner(knobs, schema, ws, bench_gyms(ctx.bench, ctx.run_dir),
-                      experience.harmful_changes(ctx.experience_dir, ctx.bench), _busy_knobs(ctx))
+                      experience.harmful_changes(ctx.experience_dir, ctx.bench) | undone,
+                      _busy_knobs(ctx), avoid_files=undone_files, bench=ctx.bench,
+                      episodes=replay.recent_episodes(ctx.run_dir), window=ctx.window)
     act = planner.plan(findings, ctx.run_dir)
     transcript = ctx.session_dir / "transcript.md"
+    # the session's record: every finding left alone and every remedy its replay dropped, why
+    log += [f"left alone: {why}" for why in planner.unremedied]
     if act is None:
         if planner.unremedied:        # a finding is never answered with "nothing to change"
-            log += [f"left alone: {why}" for why in planner.unremedied]
             summary = f"no remedy for: {planner.unremedied[0]}"
         else:
             log.append("no intervention: no finding in the recent steps.")

@@ -39,6 +39,7 @@ from orchestrator.agents import base, clis
 EXE = "claude"
 INSTALL_HINT = ("install it with `bash scripts/install_agent_clis.sh` (or `npm install -g "
                 "@anthropic-ai/claude-code`) and log in (`claude /login`) or set ANTHROPIC_API_KEY")
+LOGIN_HINT = "log in with `claude /login`, or set ANTHROPIC_API_KEY"     # installed, not logged in
 CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
                   "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "CLAUDE_CONFIG_DIR")
 
@@ -102,7 +103,7 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     if proc.returncode is None:
         res.status, res.reason = base.TIMEOUT, f"killed at its time limit of {ctx.time_limit_s:.0f} s"
     elif "not logged in" in (text + proc.stdout + proc.stderr).lower():
-        res.status, res.reason = base.UNAVAILABLE, f"claude has no credentials (Not logged in): {INSTALL_HINT}."
+        res.status, res.reason = base.UNAVAILABLE, f"claude has no credentials (Not logged in): {LOGIN_HINT}."
     elif out.get("api_error_status") in (401, 403):
         res.status, res.reason = base.UNAVAILABLE, f"claude's credentials were refused: {text.strip()[:300]}"
     elif out.get("terminal_reason") == "api_error" and out.get("api_error_status") is None:

@@ -4,8 +4,9 @@ one, whether it has credentials, and how the adapter's last session ended.
 `orchestrator start --agent claude-code|codex` asks `usable` before the trainer starts;
 `orchestrator agents` shows `describe` for every adapter. The pinned versions are the ones the
 adapters' flags and the end-to-end tests were checked against (scripts/agent_clis.txt);
-scripts/install_agent_clis.sh installs them into the project's `.agent-clis/`, which `find` looks
-in after PATH (so a person's own installation wins, and the tests' fake CLIs on PATH too).
+scripts/install_agent_clis.sh installs them into `agent-clis/` of this machine's cache folder
+(~/.cache/eau by default: 808 MB does not belong in the source tree), which `find` looks in after
+PATH (so a person's own installation wins, and the tests' fake CLIs on PATH too).
 """
 from __future__ import annotations
 
@@ -18,22 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import ledger
-from orchestrator.paths import project_root
+from orchestrator.paths import cache_dir, project_root
 
 PINS_FILE = project_root() / "scripts" / "agent_clis.txt"
 EXE = {"claude-code": "claude", "codex": "codex"}
 PACKAGE = {"claude-code": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
-INSTALL = "run `bash scripts/install_agent_clis.sh` (the pinned versions, into .agent-clis/)"
+INSTALL = ("run `bash scripts/install_agent_clis.sh` (the pinned versions, into agent-clis/ of the "
+           "cache folder, ~/.cache/eau by default)")
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 def prefix() -> Path | None:
-    """Where the install script puts the CLIs: $EAU_AGENT_CLIS, else .agent-clis/ in the project
-    (EAU_AGENT_CLIS="" looks on PATH only)."""
+    """Where the install script puts the CLIs: $EAU_AGENT_CLIS, else agent-clis/ in the cache
+    folder (orchestrator.paths.cache_dir; EAU_AGENT_CLIS="" looks on PATH only)."""
     value = os.environ.get("EAU_AGENT_CLIS")
     if value == "":
         return None
-    return Path(value) if value else project_root() / ".agent-clis"
+    return Path(value) if value else cache_dir() / "agent-clis"
 
 
 def find(agent: str) -> str | None:

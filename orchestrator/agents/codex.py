@@ -44,6 +44,7 @@ from orchestrator.agents import base, clis
 EXE = "codex"
 INSTALL_HINT = ("install it with `bash scripts/install_agent_clis.sh` (or `npm install -g "
                 "@openai/codex`) and log in (`codex login`) or set OPENAI_API_KEY")
+LOGIN_HINT = "log in with `codex login`, or set OPENAI_API_KEY"         # installed, not logged in
 CREDENTIAL_ENV = ("OPENAI_API_KEY", "CODEX_HOME")
 # what a refused command's output says: the sandbox's read-only mounts, a missing permission
 REFUSED_OUTPUT = ("Read-only file system", "Permission denied", "Operation not permitted")
@@ -191,7 +192,7 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     elif proc.returncode is None:
         res.status, res.reason = base.TIMEOUT, f"killed at its time limit of {ctx.time_limit_s:.0f} s"
     elif proc.returncode != 0:         # a session that ended well keeps its work, blips or not
-        why = unreachable(proc.stdout) or (f"codex has no credentials: {INSTALL_HINT}."
+        why = unreachable(proc.stdout) or (f"codex has no credentials: {LOGIN_HINT}."
                                            if "not logged in" in proc.stderr.lower() else "")
         tail = (errors[-1] if errors else proc.stderr.strip()[-300:]) or "no output"
         res.status = base.UNAVAILABLE if why else base.FAILED

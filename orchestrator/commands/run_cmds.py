@@ -11,10 +11,12 @@ agents  which adapters are usable on this machine and why not
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
 import signal
+import statistics
 import sys
 import threading
 import time
@@ -25,17 +27,22 @@ from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from orchestrator import diagnostics, ledger
+from orchestrator import diagnostics, ledger, prune
 from orchestrator.agents import clis
 from orchestrator.commands.common import add_experiment_args, experiment_arg, only_experiment
 from orchestrator.errors import UserError
 from orchestrator.experiment import DEFAULT_CAP, Experiment, StartOptions, run_experiment
 from orchestrator.paths import runs_dir
+from orchestrator.sentences import fit
 from orchestrator.supervisor import pid_alive
+from training.rewards import errors_text
 
-MAIN_METRICS = ("reward/mean", "score/mean", "episode/turns", "episode/invalid_rate",
-                "episode/repeat_rate", "episode/question_rate", "user/leak_rate",
-                "actor/entropy", "kl/ref", "perf/step_s")
+# The README demo's steps (--preset cpu, SmolLM2-135M, 4 episodes a step): 19-42 s each on an
+# idle 2-core machine with native bf16
+CPU_DEMO_STEP = "20-45 s"
+MAIN_METRICS = ("reward/mean", "reward/module_errors", "score/mean", "episode/turns",
+                "episode/invalid_rate", "episode/repeat_rate", "episode/question_rate",
+                "user/leak_rate", "actor/entropy", "kl/ref", "perf/step_s")
 
 
 def register(sub) -> None:
@@ -112,8 +119,6 @@ def register(sub) -> None:
 
 def parse_sets(items: list[str], flag: str = "--set") -> dict:
     """`--set KEY=VALUE` items as dotted overrides; VALUE parsed as JSON where it can be."""
-    import json
-
     out = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -162,6 +167,7 @@ def cmd_start(args) -> int:
                             if args.data_dir else {})}, trainer=args.trainer_module,
                         seed_knobs=parse_sets(args.knob, flag="--knob"))
     _check_agent(args.agent, opts.agent_cmd, args.require_agent)
+    print(_opening_line(root / name), flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     # rich's Live draws nothing until the end when stdout is not a terminal (piped to tee, in
@@ -176,8 +182,23 @@ def cmd_start(args) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     Console().print(f"experiment {name}: {final} ({', '.join(r['name'] + ' ' + r['state'] for r in exp.runs)}); "
-                    f"see `orchestrator log {name}`.")
+                    f"{prune.disk_bytes(exp.dir) / 2**30:.2f} GiB on disk in {exp.dir}; "
+                    f"see `orchestrator log {name}`.", highlight=False)
     return 0 if final in ("finished", "stopped") else 1
+
+
+def _opening_line(exp_dir: Path) -> str:
+    """What `start` does first: create the experiment, or continue it (the run it resumes)."""
+    if not (exp_dir / "experiment.json").exists():
+        return (f"experiment {exp_dir.name}: creating {exp_dir} (a git workspace seeded from "
+                f"the project's workspace/, with the gate's hooks), then its first run.")
+    exp = Experiment(exp_dir)
+    last = exp.runs[-1] if exp.runs else None
+    if last and last.get("state") not in prune.ENDED and prune.whole_checkpoints(exp_dir / last["name"]):
+        what = f"{last['name']} resumes from {prune.whole_checkpoints(exp_dir / last['name'])[-1].name}"
+    else:
+        what = "a run starts"
+    return f"experiment {exp_dir.name}: continuing in {exp_dir}; {what}."
 
 
 class LiveView:
@@ -192,6 +213,8 @@ class LiveView:
         self.live: Live | None = None
         self.printed: dict[str, int] = {}       # run -> last step printed
         self.seen: dict[str, int] | None = None  # ledger type -> records already printed
+        self.t0 = time.time()                    # a trainer's `started` after this is this start's
+        self.phase: dict[str, tuple[str, float]] = {}   # run -> (loading|stepping, since)
 
     def __enter__(self) -> "LiveView":
         if self.enabled:
@@ -206,14 +229,58 @@ class LiveView:
     def update(self, st: dict) -> None:
         run_dir = self.exp_dir / st["run"]
         if not self.enabled:
-            for line in self.plain_lines(st):
+            for line in self.startup_lines(st) + self.plain_lines(st):
                 print(line, flush=True)
             return
+        for line in self.startup_lines(st):
+            self.live.console.print(line, highlight=False)
         if self.task is None or self.progress.tasks[self.task].description != st["run"]:
             self.task = self.progress.add_task(st["run"], total=st["total_steps"])
         self.progress.update(self.task, completed=st["step"])
         self.live.update(Group(self.progress, _metrics_table(run_dir), _sessions_table(self.exp_dir, 4)))
 
+
+    def startup_lines(self, st: dict) -> list[str]:
+        """Until a run's first step line: the trainer loading the model and the tasks, then,
+        once it writes `started`, the step under way and its rough duration (the CPU demo's
+        first line came after a minute of silence)."""
+        run = st["run"]
+        run_dir = self.exp_dir / run
+        if run not in self.phase:
+            self.phase[run] = ("loading", time.time())
+            return [f"{run}: the trainer is loading the model and the bench's tasks "
+                    f"(its log: {run_dir / 'trainer.log'})"]
+        phase, since = self.phase[run]
+        started = [e for e in diagnostics.read_events(run_dir)
+                   if e.get("event") == "started" and e.get("time", 0) >= self.t0]
+        if phase != "loading" or not started:
+            return []
+        self.phase[run] = ("stepping", time.time())
+        step = int(started[-1].get("step") or 0) + 1
+        rows = diagnostics.read_metrics(run_dir)
+        if rows and rows[-1]["step"] >= step:         # its line is there already
+            return []
+        precision = started[-1].get("precision")
+        return [f"{run}: model loaded ({max(0.0, started[-1]['time'] - since):.0f} s"
+                f"{', ' + precision if precision else ''}); step {step}/{st['total_steps']} "
+                f"under way: {self.step_hint(run_dir)}"]
+
+    def step_hint(self, run_dir: Path) -> str:
+        """How long a step takes, roughly: as this experiment's steps took, or what a step of
+        this config does and what the CPU demo's took."""
+        took = [v for d in sorted(self.exp_dir.glob("run-*"))
+                for _, v in diagnostics.metric_series(diagnostics.read_metrics(d), "perf/step_s")]
+        if took:
+            return f"about {statistics.median(took):.0f} s, as this experiment's steps took"
+        try:
+            cfg = json.loads((run_dir / "config.json").read_text())
+            episodes = cfg["data"]["train_batch_size"] * cfg["rollout"]["n"]
+            turns, tokens = cfg["rollout"]["max_turns"], cfg["rollout"]["response_length"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return "its line comes when it ends"
+        return (f"{episodes} episodes of up to {turns} turns of {tokens} tokens, then the update "
+                f"({CPU_DEMO_STEP} a step for the CPU demo on an idle 2-core machine, "
+                f"seconds on a GPU)")
 
     def plain_lines(self, st: dict) -> list[str]:
         """The lines not printed yet: each new metrics row of the current run (only the latest
@@ -230,7 +297,7 @@ class LiveView:
                        f"success/mean {_num(m.get('success/mean'))}  "
                        f"refused {_num(m.get('episode/invalid_rate'), '.2f')}  "
                        f"step {_num(m.get('perf/step_s'), '.1f')} s  sessions {st['sessions']}"
-                       f"{' (one running)' if st['session_running'] else ''}")
+                       f"{' (one running)' if st['session_running'] else ''}{errors_text(m)}")
         records = {t: ledger.read_lines(self.exp_dir, t) for t in ("session", "verdict")}
         if self.seen is None:            # a continued experiment: its history is in `log`
             self.seen = {t: len(recs) for t, recs in records.items()}
@@ -238,13 +305,13 @@ class LiveView:
             commits = ", ".join(c[:8] for c in s.get("commits") or []) or "no commits"
             out.append(f"session {s.get('session_id', '?')} ({s.get('agent', '?')}) "
                        f"{s.get('status', '?')} after {s.get('duration_s') or 0:.0f} s: {commits}"
-                       f"{'; ' + str(s['reason'])[:120] if s.get('reason') else ''}")
+                       f"{'; ' + ledger.session_reason(s, 160) if s.get('reason') else ''}")
         for v in records["verdict"][self.seen["verdict"]:]:
             who = v.get("agent") or str(v.get("author", "?")).split(" <")[0]
             changes = ", ".join(f"{k['path']} {k['old']} -> {k['new']}" for k in v.get("knob_changes") or [])
-            reasons = "; ".join(v.get("reasons") or [])
+            reasons = fit(" ".join(v.get("reasons") or []), 200, more="(all of them: orchestrator log)")
             out.append(f"gate {v.get('verdict', '?')} {str(v.get('commit', ''))[:8]} by {who}"
-                       f"{': ' + changes if changes else ''}{' (' + reasons[:160] + ')' if reasons else ''}")
+                       f"{': ' + changes if changes else ''}{' (' + reasons + ')' if reasons else ''}")
         self.seen = {t: len(recs) for t, recs in records.items()}
         return out
 
@@ -274,13 +341,13 @@ def _metrics_table(run_dir: Path) -> Table:
 def _sessions_table(exp_dir: Path, last: int) -> Table:
     t = Table(title="meta-agent sessions", show_header=True)
     for col in ("session", "agent", "status", "commits", "cost $", "s", "reason"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")      # rich's default ends a long word with "..."
     for s in ledger.read_lines(exp_dir, "session")[-last:]:
         cost = s.get("cost_usd")
         t.add_row(s.get("session_id", "?"), s.get("agent", "?"), s.get("status", "?"),
                   ", ".join(c[:8] for c in s.get("commits") or []) or "-",
                   "-" if cost is None else f"{cost:.4f}", f"{s.get('duration_s', 0):.0f}",
-                  (s.get("reason") or "")[:70])
+                  ledger.session_reason(s, 160))
     return t
 
 
@@ -311,6 +378,8 @@ def cmd_status(args) -> int:
     total = _total_steps(run_dir)
     console.print(f"run {cur['name']} ({cur['reason']}, {cur['state']}): step {step}/{total}")
     console.print(_metrics_table(run_dir))
+    for f in diagnostics.find_module_errors(metrics, diagnostics.read_episodes(run_dir), 10):
+        console.print(f"[bold red]warning:[/] {f.message}", highlight=False)
     live = exp.ws.rev("refs/eau/live")
     pending = [c for c in _main_commits_after(exp, live)]
     console.print(f"live commit {live[:10] if live else '-'}; commits waiting for the gate: {len(pending)}")
@@ -318,11 +387,11 @@ def cmd_status(args) -> int:
     effects = {e["commit"]: e for e in ledger.read_lines(exp.dir, "effect")}
     t = Table(title="recent interventions")
     for col in ("commit", "by", "verdict", "applied", "effect"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for v in ledger.read_lines(exp.dir, "verdict")[-6:]:
         a, e = applied.get(v["commit"]), effects.get(v["commit"])
-        t.add_row(v["commit"][:10], v.get("agent") or v.get("author_kind") or "?", v.get("verdict", "?"),
-                  f"{a['run']} step {a['step']}" if a else "pending",
+        t.add_row(v["commit"][:10], ledger.author_text(v, short=True), v.get("verdict", "?"),
+                  ledger.applied_text(v, [f"{a['run']} step {a['step']}"] if a else [], runs),
                   ledger.effect_text(e) if e else "-")
     console.print(t)
     sessions = ledger.read_lines(exp.dir, "session")
@@ -333,8 +402,6 @@ def cmd_status(args) -> int:
 
 
 def _total_steps(run_dir: Path) -> int:
-    import json
-
     try:
         return json.loads((run_dir / "config.json").read_text())["trainer"]["total_steps"]
     except (OSError, ValueError, KeyError):
@@ -367,7 +434,15 @@ def cmd_stop(args) -> int:
     if pid_alive(trainer_pid):
         raise UserError(f"the trainer (pid {trainer_pid}) is still checkpointing after {args.wait:.0f} s: "
                         f"wait, or run `orchestrator stop` again.")
-    print(f"experiment {exp.dir.name} stopped after a checkpoint; `orchestrator start --exp {exp.dir.name}` resumes it.")
+    if run is None:
+        print(f"experiment {exp.dir.name} stopped before its first run.")
+        return 0
+    rows = diagnostics.read_metrics(exp.dir / run)
+    ckpts = prune.whole_checkpoints(exp.dir / run)
+    print(f"experiment {exp.dir.name} stopped after step {rows[-1]['step'] if rows else 0}/"
+          f"{_total_steps(exp.dir / run)} of {run} (checkpoint "
+          f"{ckpts[-1].name if ckpts else 'none'}); `orchestrator start --exp {exp.dir.name}` "
+          f"resumes it.")
     return 0
 
 
@@ -378,8 +453,7 @@ def _check_agent(agent: str, agent_cmd: list[str] | None, required: bool) -> Non
     if usable:
         return
     if required:
-        raise UserError(f"--agent {agent}: {why}; install it, or drop --require-agent to train "
-                        f"without it.")
+        raise UserError(f"--agent {agent}: {why}; or drop --require-agent to train without it.")
     print(f"orchestrator: warning: --agent {agent}: {why}; training goes on and each session ends "
           f"as unavailable (--require-agent refuses instead).", file=sys.stderr, flush=True)
 

@@ -138,11 +138,11 @@ def cmd_log(args) -> int:
     table = Table(title=f"interventions of {name}", show_lines=True)
     for col in ("commit", "author", "files and knob changes", "verdict", "applied", "effect"):
         table.add_column(col, overflow="fold")
+    runs = load_experiment(exp).get("runs") or []
     for r in (r for r in records if r["type"] == "verdict"):
-        who = r.get("agent") or r.get("author", "?").split(" <")[0]
         verdict = r.get("verdict", "?") + "".join(f"\n- {x}" for x in r.get("reasons") or [])
-        table.add_row(str(r.get("commit", ""))[:10], f"{who} ({r.get('author_kind', '?')})",
-                      _changes_text(r), verdict, ", ".join(applied.get(r.get("commit"), [])) or "-",
+        table.add_row(str(r.get("commit", ""))[:10], ledger.author_text(r), _changes_text(r), verdict,
+                      ledger.applied_text(r, applied.get(r.get("commit"), []), runs),
                       "\n".join(effects.get(r.get("commit"), [])) or "-")
     Console(width=160).print(table)
     return 0

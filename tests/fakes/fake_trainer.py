@@ -7,7 +7,9 @@ workspace's refs/eau/live is read at every step boundary, after waiting out a ho
 (training/hold.py, `--max-lag`). Its numbers follow the live knobs: a
 colbench episode deadlocks while env.colbench.min_questions > 0, so success/colbench is 0 then and
 0.6 after; FAKE_TRAINER_NAN_AT=N writes NaN losses from step N; FAKE_TRAINER_CRASH_AT=N exits 1
-once at step N. FAKE_TRAINER_STEP_S sets the seconds per step (default 0.05)."""
+once at step N. FAKE_TRAINER_STEP_S sets the seconds per step (default 0.05), spent after the
+step's line, or before it with FAKE_TRAINER_WORK_FIRST=1: then a SIGTERM during that time ends
+the step first, as the real trainer finishes a step whose update is under way."""
 import argparse
 import json
 import os
@@ -39,7 +41,7 @@ signal.signal(signal.SIGTERM, on_term)
 
 def event(**ev):
     with open(run / "events.jsonl", "a") as fh:
-        fh.write(json.dumps(ev) + "\n")
+        fh.write(json.dumps({**ev, "time": time.time()}) + "\n")
 
 
 def live():
@@ -89,6 +91,9 @@ while step < total and not stop:
         commit, k = now, knobs(now)
         event(event="applied", commit=commit, step=step + 1)
     step += 1
+    work_first = os.environ.get("FAKE_TRAINER_WORK_FIRST") == "1"
+    if work_first:
+        time.sleep(step_s)
     crash_at = os.environ.get("FAKE_TRAINER_CRASH_AT")
     marker = run / ".crashed-once"
     if crash_at and step == int(crash_at) and not marker.exists():
@@ -101,19 +106,28 @@ while step < total and not stop:
     row = {"step": step, "success/colbench": (0.0 if deadlock else 0.6) + wobble / 10,
            "reward/mean": (0.0 if deadlock else 0.6) + wobble / 10, "reward/colbench": 0.1,
            "actor/entropy": 1.0 + wobble, "actor/pg_loss": float("nan") if nan else 0.1 + wobble,
-           "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit}
+           "user/leak_rate": 0.0, "episode/turns": 10.0 if deadlock else 5.0, "workspace/commit": commit,
+           "perf/step_s": step_s}
     with open(run / "metrics.jsonl", "a") as fh:
         fh.write(json.dumps(row) + "\n")
+    # deadlocked: the answer is written and refused (min_questions); else a question gets a fact
+    # disclosed and the answer after it is accepted
+    code = "I WANT TO ANSWER: def f(x): return x"
+
+    def turn(n, agent, answered, revealed=()):
+        return {"turn": n, "agent": agent, "user": "ok", "reward": 0.0, "revealed_facts": list(revealed),
+                "leaked_facts": [], "asked_question": True, "answered": answered, "rule_id": "r",
+                "tool_calls": []}
     eps = [{"gym": "colbench", "task_id": f"t{i}", "user_arm": "symbolic", "score": 0.0 if deadlock else 1.0,
             "success": not deadlock, "truncated": deadlock,
-            "turns": [{"turn": 1, "agent": f"[action] q{i}-{step}", "user": "ok", "reward": 0.0,
-                       "revealed_facts": [], "leaked_facts": [], "asked_question": True,
-                       "answered": not deadlock, "rule_id": "r", "tool_calls": []}]} for i in range(4)]
+            "turns": [turn(1, f"q{i}-{step}? {code}", False)] if deadlock else
+            [turn(1, f"q{i}-{step}?", False, ["f1"]), turn(2, code, True)]} for i in range(4)]
     (run / "trajectories").mkdir(exist_ok=True)
     (run / "trajectories" / f"step-{step:06d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
     (run / "heartbeat").touch()
     if save_freq and step % save_freq == 0:
         save("save_freq")
-    time.sleep(step_s)
+    if not work_first:
+        time.sleep(step_s)
 save("sigterm" if stop else "end")
 event(event="finished", step=step, reason="sigterm" if stop else "total_steps")

@@ -25,10 +25,14 @@ def make_workspace(path: Path) -> Path:
 
 def episode(gym: str, *, deadlock: bool = False, leak: bool = False, success: bool = False,
             turns: int = 4, first: str = "[action] what do you need?", task: str = "t0") -> dict:
+    """A deadlocked episode tries to answer on its last turn and is refused (the min_questions
+    counter of the paper's A.2: `I WANT TO ANSWER:` written, `answered` false)."""
     ts = []
+    tried = "I WANT TO ANSWER: def f(x): return []" if gym == "colbench" else "[answer] my answer"
     for i in range(turns):
         leaked = [{"kind": "return", "text": "returns a list"}] if leak and i % 2 == 0 else []
-        ts.append({"turn": i + 1, "agent": first if i == 0 else f"[action] question {i}",
+        text = first if i == 0 else tried if deadlock and i == turns - 1 else f"[action] question {i}"
+        ts.append({"turn": i + 1, "agent": text,
                    "user": "It should return a list." if leaked else "Hmm.", "reward": 0.0,
                    "revealed_facts": leaked, "leaked_facts": leaked, "asked_question": True,
                    "answered": (not deadlock) and i == turns - 1, "rule_id": "r", "tool_calls": []})

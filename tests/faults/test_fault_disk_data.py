@@ -28,7 +28,8 @@ from toy_env import write_run, write_workspace
 from training import checkpoint, metrics
 from training.trainer import Trainer
 
-CKPT_MB = 74            # one checkpoint of the tiny model (policy, critic, two AdamW states)
+CKPT_MB = 50            # one checkpoint of the tiny model (policy, critic, two AdamW states;
+                        # the critic's embedding moments, mostly zero rows, stored small)
 
 
 @contextlib.contextmanager

@@ -8,16 +8,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
 from runlogs import ROOT, episode, write_run  # noqa: E402
 
-from orchestrator import diagnostics  # noqa: E402
+from orchestrator import diagnostics, progress_findings  # noqa: E402
 
 
 def kinds(run):
     return {(f.kind, f.gym) for f in diagnostics.diagnose(run)}
 
 
+def _disclosing(ep):
+    """The episode's second turn got a fact disclosed: its answer came after learning something."""
+    ep["turns"][1].update(revealed_facts=["f1"], new_facts=["f1"], user="It returns a list.")
+    return ep
+
+
 def test_healthy_run_has_no_findings(tmp_path):
     run = write_run(tmp_path / "run-001", 30, episodes_fn=lambda s, r: [
-        episode("colbench", first=f"[action] hello {i} {s}", task=f"t{i}") for i in range(8)])
+        _disclosing(episode("colbench", first=f"[action] hello {i} {s}", task=f"t{i}")) for i in range(8)])
     assert diagnostics.diagnose(run) == []
 
 
@@ -143,20 +149,20 @@ def _farmed(gym, repeats, paid_on_repeat=0.2, first_pay=0.2, marked=True):
 def test_a_module_paid_for_repeated_turns_is_a_reward_hack_and_the_loop_is_named():
     # 4 episodes of 1 question + 3 repeats: 75% of turns repeat, 75% of the credit on them
     eps = [_farmed("travel", 3) for _ in range(4)]
-    hacks = diagnostics.find_reward_hacks(eps)
+    hacks = progress_findings.find_farmed_credit(eps)
     assert [(f.kind, f.evidence["module"], f.evidence["share"], f.evidence["gyms"]) for f in hacks] == \
         [("reward_hack", "elicited_fact", 0.75, ["travel"])]
     loops = diagnostics.find_loops(eps)
     assert [(f.kind, f.gym, f.evidence["rate"]) for f in loops] == [("loop", "travel", 0.75)]
     # trajectories written before the rollout marked repeats are judged from the text alike
-    assert diagnostics.find_reward_hacks([_farmed("travel", 3, marked=False) for _ in range(4)])[0] \
+    assert progress_findings.find_farmed_credit([_farmed("travel", 3, marked=False) for _ in range(4)])[0] \
         .evidence["share"] == 0.75
 
 
 def test_a_module_paying_first_disclosures_only_is_not_a_hack():
     # the same looping episodes, but the module pays the first disclosure alone (new_facts)
     eps = [_farmed("travel", 3, paid_on_repeat=0.0) for _ in range(4)]
-    assert diagnostics.find_reward_hacks(eps) == []
+    assert progress_findings.find_farmed_credit(eps) == []
     # the untrained SmolLM2's level of repeats (18-48% per gym) is not a loop: 1 repeat in 3 turns
     assert diagnostics.find_loops([_farmed("travel", 1) | {"turns": _farmed("travel", 1)["turns"] + [
         {"agent": "[answer] H1", "revealed_facts": [], "repeated": False}]} for _ in range(4)]) == []

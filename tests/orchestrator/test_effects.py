@@ -108,3 +108,29 @@ def test_a_finished_run_records_why_an_effect_could_not_be_measured(tmp_path, mo
     assert line["label"] == "unmeasured" and "3 needed" in line["reason"]
     assert effects.update_effects(exp, run, ws, window=3, final=True) == []   # once
     assert experience.record_effects(exp, "colbench", ws) == []          # nothing was learnt
+
+
+def test_a_commit_the_trainer_never_applied_is_unmeasured_with_the_reason(tmp_path, monkeypatch):
+    """Accepted while the run trained, never applied on its own: either the run ended first (the
+    CPU demo's step-8 commit) or a later commit including it was applied in its place. A commit
+    accepted before the run started is part of its start, not an intervention of it."""
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    from orchestrator import ledger
+
+    exp = tmp_path / "exp"
+    ws = make_workspace(exp / "workspace")
+    before = _commit(ws, "env.colbench.max_steps", 12, "Raise\n\nWhy: x\nExpect: success/colbench rises")
+    first = _commit(ws, "env.colbench.max_steps", 14, "Raise\n\nWhy: x\nExpect: success/colbench rises")
+    second = _commit(ws, "env.colbench.max_steps", 16, "Raise\n\nWhy: x\nExpect: success/colbench rises")
+    last = _commit(ws, "user.colbench.facts_per_reply", 2, "More\n\nWhy: x\nExpect: score/colbench rises")
+    run = write_run(exp / "run-001", 8, metric_fn=lambda s, r: {"success/colbench": 0.1})
+    add_event(run, event="started", time=100.0, step=0, commit=before)
+    add_event(run, event="applied", commit=second, step=6)
+    for sha, ts in ((before, 50.0), (first, 150.0), (second, 160.0), (last, 200.0)):
+        ledger.append_line(exp, {"type": "verdict", "ts": ts, "commit": sha, "verdict": "accepted"})
+    found = {e.commit: e for e in effects.update_effects(exp, run, ws, window=3, final=True)}
+    assert set(found) == {first, second, last}
+    assert found[first].reason == f"the trainer applied it together with {second[:10]} at step 6, " \
+                                  f"whose effect it shares"
+    assert found[last].reason == "run-001 ended at step 8 before the trainer applied it"
+    assert (found[last].metric, found[last].label) == ("score/colbench", "unmeasured")

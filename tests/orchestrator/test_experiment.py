@@ -57,6 +57,9 @@ def test_builtin_repairs_a_planted_deadlock_live(env, monkeypatch):
     assert all(m["success/colbench"] >= 0.6 for m in metrics if m["step"] >= step)
     assert git(exp.ws.path, "rev-parse", "run-001-start").strip() == exp.runs[0]["start_commit"]
     assert "builtin-s" in git(exp.ws.path, "log", "--format=%ae", fix)
+    # a finished run is never resumed: its checkpoints keep only the policy (orchestrator/prune.py)
+    states = [json.loads(p.read_text()) for p in (exp.dir / "run-001" / "checkpoints").glob("*/state.json")]
+    assert states and all(s["policy_only"] for s in states)
 
 
 def test_restart_request_makes_run_002_and_the_cap_holds(env, monkeypatch):
@@ -77,6 +80,10 @@ def test_restart_request_makes_run_002_and_the_cap_holds(env, monkeypatch):
     assert json.loads(git(exp.ws.path, "show", f"{tag}:control.json"))["action"] == "resume"
     started = json.loads((exp.dir / "run-002" / "events.jsonl").read_text().splitlines()[0])
     assert started["resumed"] and started["step"] == 5
+    # run-002 resumed from its whole copy (above); the run it came from, never resumed again,
+    # keeps only its policy
+    state = "checkpoints/step-000005/state.json"
+    assert json.loads((exp.dir / "run-001" / state).read_text())["policy_only"] is True
 
 
 def test_stopped_experiment_resumes_from_its_checkpoint(env, monkeypatch):

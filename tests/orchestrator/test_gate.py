@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 
 import pytest
@@ -264,19 +265,65 @@ def test_history_rewrite_is_refused(exp):
     assert knobs(ws)["agent"]["entropy_coeff"] == 0.002
 
 
-def test_rule_regex_that_backtracks_is_refused(exp):
+def _within(seconds: int, fn):
+    """fn() or TimeoutError after `seconds`: Python's re checks for signals while it backtracks,
+    so SIGALRM ends a runaway match (a bound, not a measurement: the match below takes 2^40 steps
+    under Python's re and microseconds under RE2)."""
+    def on_alarm(*_):
+        raise TimeoutError(f"still matching after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        return fn()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_rule_regex_fast_where_the_gate_looks_and_exponential_elsewhere_cannot_stall(exp):
+    """`(x+x+)+y` finishes at once on every message the gate replays or invents (none holds a
+    long run of x's), so the gate accepts it; a policy message of 40 x's would then take about
+    2^40 backtracking steps under Python's re. Rule conditions run on RE2, linear in the message."""
+    from training.benches.base import Fact, Task, UserState
+    from training.users.symbolic import SymbolicUser, compile_rules
+
     ws = ws_of(exp)
     rules = json.loads((ws.path / "users/usergym/rules.json").read_text())
-    rules["rules"].insert(0, {"id": "slow", "when": {"regex": "^(a+)+$"}, "reveal": "none", "say": "Hm."})
+    rules["rules"].insert(0, {"id": "xy", "when": {"regex": "(x+x+)+y"}, "reveal": "none", "say": "Hm."})
     write(ws, {"users/usergym/rules.json": json.dumps(rules)})
-    commit(ws, "add a slow rule")
-    v = judge_one(exp)
-    assert "catastrophic backtracking" in v.reasons[0] and "^(a+)+$" in v.reasons[0], v.reasons
-    rules["rules"][0]["when"]["regex"] = r"\bbudget\b"
+    commit(ws, "a rule the gate's strings never stress")
+    assert judge_one(exp).accepted
+    live = json.loads(ws.read_file(LIVE_REF, "users/usergym/rules.json"))
+    task = Task(id="t", gym="travel", split="train", prompt="Book a hotel.",
+                facts=(Fact("budget", "preference", "My budget is 200.", ("budget",)),))
+    kinds = {k for rule in live["rules"] for k in rule.get("kinds", [])} | {"preference"}
+    user = SymbolicUser(compile_rules(live, kinds))
+    state = UserState(gym="travel", task=task, turn=1, agent_message="x" * 40,
+                      history=[], revealed={}, questions_asked=0,
+                      knobs={"facts_per_reply": 1, "match_threshold": 0.5, "volunteer_interval": 0,
+                             "max_reveals": 8, "withhold_kinds": []}, extra={"act": "action"})
+    reply = _within(20, lambda: user.respond(state))
+    assert reply.rule_id != "xy"                     # no y: the condition does not hold
+
+
+@pytest.mark.parametrize("regex,what", [(r"(ask)\1", "a backreference"),
+                                        ("(?P<w>ask)(?P=w)", "a backreference"),
+                                        ("budget(?= please)", "a lookahead"),
+                                        ("(?<!no )budget", "a negative lookbehind")])
+def test_rule_regex_syntax_re2_lacks_is_refused_in_one_sentence(exp, regex, what):
+    ws = ws_of(exp)
+    rules = json.loads((ws.path / "users/usergym/rules.json").read_text())
+    rules["rules"].insert(0, {"id": "re2", "when": {"regex": regex}, "reveal": "none", "say": "Hm."})
     write(ws, {"users/usergym/rules.json": json.dumps(rules)})
-    commit(ws, "a fast rule")
+    commit(ws, "a rule in Perl syntax")
     v = judge_one(exp)
-    assert v.accepted, v.reasons
+    assert not v.accepted and len(v.reasons) == 1, v.reasons
+    reason = v.reasons[0]
+    assert reason.startswith("users/usergym/rules.json: rules[0].when.regex = ") and repr(regex) in reason
+    assert f"it uses {what}, which RE2 lacks" in reason and reason.endswith("without it.")
+    assert reason.count(". ") == 0                   # one sentence
+    assert_reverted(exp, v)
 
 
 def test_knob_without_effect_on_the_bench_is_refused(tmp_path):
@@ -400,6 +447,29 @@ def test_post_commit_hook_judges_a_persons_commit_when_nothing_runs(exp):
     assert gate.judge_pending(exp) == []
 
 
+def test_a_hook_refusal_says_how_to_back_out_and_that_command_does(exp):
+    """git stops the refused commit, not the edit: the change stays staged and in the files.
+    The hook names the command that drops it, the README gives the same, and it works."""
+    import re
+
+    from orchestrator.paths import project_root
+
+    ws = ws_of(exp)
+    head = ws.main()
+    set_knob(ws, "env.travel.max_steps", 99)                        # over the schema's maximum
+    write(ws, {"rewards/notes.md": "a new file in the same commit\n"})
+    ws.run("add", "-A")
+    proc = _git_commit(ws, "-m", "far too many turns" + WHY)
+    assert proc.returncode != 0 and ws.main() == head
+    assert "EAU gate: commit refused:" in proc.stderr
+    command = re.search(r"back out with `([^`]+)`", proc.stderr).group(1)
+    assert command == "git restore --source=HEAD --staged --worktree -- knobs.json rewards/notes.md"
+    readme = (project_root() / "README.md").read_text()
+    assert "git restore --source=HEAD --staged --worktree -- FILE" in readme
+    subprocess.run(command, shell=True, cwd=ws.path, check=True)
+    assert ws.run("status", "--porcelain") == "" and knobs(ws)["env"]["travel"]["max_steps"] == 16
+
+
 def test_post_commit_hook_leaves_a_running_experiment_to_its_watcher(exp):
     meta = json.loads((exp / "experiment.json").read_text())
     (exp / "experiment.json").write_text(json.dumps({**meta, "state": "running", "pid": os.getpid()}))
@@ -467,3 +537,53 @@ def test_user_llm_knob_names_a_user_the_run_defines(exp):
     knob_commit(ws, "user.travel.llm", "gpt-4o-mini")
     v = judge_one(exp)
     assert not v.accepted and "names LLM user 'gpt-4o-mini', which run-001's config does not define" in v.reasons[0]
+
+
+def _recent_function_turns(exp, n=4):
+    """n guessing function episodes (no disclosure) in the run's newest trajectories."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
+    from episodes import function_guess, write_steps
+
+    write_steps(exp / "run-001", {3: [function_guess() for _ in range(n)],
+                                  4: [function_guess() for _ in range(n)]})
+
+
+def test_a_module_expected_to_move_a_gym_where_its_replay_pays_nothing_is_refused(exp):
+    """The CPU demo's step-8 commit: eau_progress (first disclosures) with Expect naming
+    score/function, while no recent function turn had a disclosure: refused, with the count."""
+    from orchestrator.agents.builtin import PROGRESS_SOURCE
+
+    ws = ws_of(exp)
+    _recent_function_turns(exp)
+    write(ws, {"rewards/eau_progress.py": PROGRESS_SOURCE.format(gyms=["function", "travel"])})
+    set_knob(ws, "reward.modules.eau_progress", {"enabled": True, "weight": 0.5})
+    commit(ws, "progress for function", "\n\nWhy: success 0.\nExpect: score/function rises.\n", AGENT)
+    v = judge_one(exp)
+    assert v.reasons == ["rewards/eau_progress.py: replayed on the 8 recent function turns it pays "
+                         "nothing, yet the Expect line names function: nothing it pays on happened "
+                         "there lately."]
+    assert_reverted(exp, v)
+    # the same module expected to move travel, which had no recent turns to say, is accepted
+    write(ws, {"rewards/eau_progress.py": PROGRESS_SOURCE.format(gyms=["function", "travel"])})
+    set_knob(ws, "reward.modules.eau_progress", {"enabled": True, "weight": 0.5})
+    commit(ws, "progress for travel", "\n\nWhy: success 0.\nExpect: score/travel rises.\n", AGENT)
+    assert judge_one(exp).accepted
+
+
+def test_the_builtin_agents_step_rewards_and_worked_examples_pass_the_gate(exp):
+    """A step reward and the invented worked examples (the TauGym one put first) are accepted."""
+    from orchestrator.agents.remedies import STEP_EXAMPLES, STEP_SOURCE
+
+    ws = ws_of(exp)
+    demos = json.loads((ws.path / "demonstrations/usergym.json").read_text())
+    demos["tau"].insert(0, STEP_EXAMPLES[("tau", "identify")])
+    demos["travel"].insert(0, STEP_EXAMPLES[("travel", "search")])
+    write(ws, {"demonstrations/usergym.json": json.dumps(demos, indent=2),
+               "rewards/eau_step_tau_identify.py": STEP_SOURCE.format(
+                   gym="tau", step="identify", what="find_user_id_by_name_zip", pay=0.1)})
+    set_knob(ws, "reward.modules.eau_step_tau_identify", {"enabled": True, "weight": 1.0})
+    commit(ws, "step reward and examples", identity=AGENT)
+    v = judge_one(exp)
+    assert v.accepted, v.reasons

@@ -155,6 +155,8 @@ def test_report_of_experiment_without_runs_or_evals(tmp_path):
     (tmp_path / "empty").mkdir()
     page = build_report([tmp_path / "empty"], tmp_path / "out").read_text()
     assert "No evaluation yet" in page and "No training metrics yet" in page
+    # the command as it works: eval reads the bench from the experiment
+    assert "run <code>orchestrator eval empty</code> (results go to" in page and "--bench" not in page
 
 
 def _screenshot_module():
@@ -291,3 +293,17 @@ def test_curves_show_the_share_of_refused_actions(tmp_path):
     fig = report_plots.training_curves_figure(load(root))
     ax = next(a for a in fig.axes if a.get_ylabel() == "refused actions")
     assert list(ax.lines[0].get_ydata()) == [1.0, 1.0, 1.0, 0.2, 0.2, 0.2, 0.2, 0.2]
+
+
+def test_an_unmeasured_intervention_carries_its_whole_reason(tmp_path):
+    exp = _demo(tmp_path)
+    (iv,) = exp.interventions
+    assert iv.effect == "unmeasured" and iv.effect_detail == "reward/mean: the run ended first"
+    path = tmp_path / "demo" / "ledger.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    lines[-1]["reason"] = ("the run ended with reward/mean logged 3 time(s) before step 4 (2 needed) "
+                           "and 5 time(s) from it on (10 needed)")
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    from orchestrator.report_data import load_experiment as load
+    (iv,) = load(tmp_path / "demo").interventions
+    assert iv.effect_detail.endswith("and 5 time(s) from it on (10 needed)")

@@ -30,21 +30,76 @@ def test_start_stop_status_through_the_cli(tmp_path):
         time.sleep(0.2)
     out = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "stop", "cli"], env=env, capture_output=True,
                          text=True, timeout=60)
-    assert out.returncode == 0 and "stopped after a checkpoint" in out.stdout
+    assert out.returncode == 0 and "experiment cli stopped after step " in out.stdout
+    assert "(checkpoint step-" in out.stdout
     assert start.wait(timeout=60) == 0
     assert "run-001 stopped" in start.stdout.read()
     exp = json.loads((tmp_path / "cli" / "experiment.json").read_text())
     assert exp["runs"][0]["state"] == "stopped" and exp["state"] == "stopped"
     events = [json.loads(x)["event"] for x in (tmp_path / "cli" / "run-001" / "events.jsonl").read_text().splitlines()]
     assert events[-2:] == ["checkpoint", "finished"]
+    ckpts = list((tmp_path / "cli" / "run-001" / "checkpoints").glob("*/state.json"))
+    assert ckpts and not any(json.loads(p.read_text()).get("policy_only") for p in ckpts)  # resumable
     status = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "status"], env=env, capture_output=True, text=True)
     assert status.returncode == 0 and "run-001" in status.stdout and "colbench" in status.stdout
     assert "sessions: 0" in status.stdout
 
 
+def test_start_says_what_it_does_before_the_first_step_line(tmp_path):
+    """The experiment created, the model loading, then the step under way with what it does and
+    how long such a step took (the first minute of the demo printed nothing)."""
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "FAKE_TRAINER_STEP_S": "3",
+           "FAKE_TRAINER_WORK_FIRST": "1", "EAU_EXPERIENCE_DIR": str(tmp_path / "pool")}
+    argv = ORCH + ["--runs-dir", str(tmp_path), "start", "--agent", "none", "--bench", "ColBench",
+                   "--preset", "cpu", "--steps", "1", "--no-live", "--exp", "cli",
+                   "--trainer-module", "fake_trainer"]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == (f"experiment cli: creating {tmp_path / 'cli'} (a git workspace seeded from "
+                        "the project's workspace/, with the gate's hooks), then its first run.")
+    assert lines[1] == (f"run-001: the trainer is loading the model and the bench's tasks (its log: "
+                        f"{tmp_path / 'cli' / 'run-001' / 'trainer.log'})")
+    assert lines[2].startswith("run-001: model loaded (") and lines[2].endswith(
+        "); step 1/1 under way: 4 episodes of up to 6 turns of 128 tokens, then the update "
+        "(20-45 s a step for the CPU demo on an idle 2-core machine, seconds on a GPU)")
+    assert lines[3].startswith("run-001 step 1/1 ")
+    (tmp_path / "cli" / "run-001" / "checkpoints").mkdir(exist_ok=True)
+    again = subprocess.run(argv[:-5] + ["--steps", "2", "--no-live", "--exp", "cli",
+                                        "--trainer-module", "fake_trainer"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert again.stdout.splitlines()[0] == f"experiment cli: continuing in {tmp_path / 'cli'}; a run starts."
+    assert "step 1/2 under way: about 3 s, as this experiment's steps took" in again.stdout
+
+
+def test_stop_prints_the_line_of_the_step_finished_while_stopping(tmp_path):
+    """SIGTERM during a step's update lets that step finish before the checkpoint: its line is
+    the last one `start` prints, and `stop` names it too (the log once ended at step 1/8 while
+    status said 2/8)."""
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "FAKE_TRAINER_STEP_S": "1.0",
+           "FAKE_TRAINER_WORK_FIRST": "1", "EAU_EXPERIENCE_DIR": str(tmp_path / "pool")}
+    start = subprocess.Popen(ORCH + ["--runs-dir", str(tmp_path), "start", "--agent", "none",
+                                     "--bench", "ColBench", "--preset", "cpu", "--steps", "500",
+                                     "--no-live", "--exp", "cli", "--trainer-module",
+                                     "fake_trainer"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    metrics = tmp_path / "cli" / "run-001" / "metrics.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and (not metrics.exists() or len(metrics.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    out = subprocess.run(ORCH + ["--runs-dir", str(tmp_path), "stop", "cli"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert start.wait(timeout=60) == 0
+    last = json.loads(metrics.read_text().splitlines()[-1])["step"]
+    steps = [line.split()[2] for line in start.stdout.read().splitlines()
+             if line.startswith("run-001 step ")]
+    assert steps[-1] == f"{last}/500", steps
+    assert f"stopped after step {last}/500" in out.stdout
+
+
 def test_agents_lists_why_an_adapter_is_unusable(capsys, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the cache folder
     assert main(["agents"]) == 0
     out = capsys.readouterr().out
     assert "builtin" in out and "claude is not installed" in out and "codex is not installed" in out
@@ -131,15 +186,43 @@ def test_status_shows_an_unmeasured_effect_with_its_reason(tmp_path, capsys):
                                  "label": "unmeasured", "reason": "the run ended first"})
     capsys.readouterr()
     assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())    # cells may wrap
     assert "unmeasured" in out and "the run ended first" in out and "run-001 step 2" in out
+
+
+def test_the_seed_commit_shows_who_made_it_and_the_run_that_started_on_it(tmp_path, capsys):
+    """The seed is the orchestrator's, not a person's, and run-001 trained on it from its start:
+    not "EAU gate (person)" and "pending" (`status`) or "-" (`log`)."""
+    from gate_testkit import knob_commit, ws_of
+
+    from orchestrator.experiment import Experiment
+
+    exp_dir, sha = _experiment_with_a_run(tmp_path)
+    ws = ws_of(exp_dir)
+    seed = ws.first_parent_history()[-1]
+    exp = Experiment(exp_dir)
+    exp.runs[0]["start_commit"] = seed
+    exp.save()
+    later = knob_commit(ws, "agent.entropy_coeff", 0.004)             # accepted, not applied yet
+    bad = knob_commit(ws, "agent.entropy_coeff", 0.04)                # refused
+    main(["--runs-dir", str(tmp_path / "runs"), "gate", "e1"])
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in capsys.readouterr().out.splitlines() if line.count("│") == 6}
+    assert rows[seed[:10]][:3] == ["orchestrator", "accepted", "run-001 start"]
+    assert rows[sha[:10]][:3] == ["person", "accepted", "run-001 step 2"]
+    assert rows[later[:10]][2] == "pending" and rows[bad[:10]][1:3] == ["rejected", "-"]
+    assert main(["--runs-dir", str(tmp_path / "runs"), "log", "e1"]) == 0
+    seed_row = next(line for line in capsys.readouterr().out.splitlines() if seed[:10] in line)
+    assert "EAU orchestrator" in seed_row and "run-001 start" in seed_row and "person" not in seed_row
 
 
 def test_start_refuses_a_missing_agent_cli_before_the_trainer_with_require_agent(tmp_path, monkeypatch, capsys):
     from orchestrator.commands import run_cmds
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the cache folder
     monkeypatch.setattr(run_cmds, "run_experiment", lambda *a, **k: pytest.fail("the trainer started"))
     for agent, cli in (("claude-code", "claude"), ("codex", "codex")):
         assert main(["--runs-dir", str(tmp_path), "start", "--agent", agent, "--bench", "usergym",
@@ -157,10 +240,11 @@ def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, m
 
     def fake_run(name, opts, root, **kw):       # stands for the trainer starting
         seen["err"] = capsys.readouterr().err
-        return SimpleNamespace(runs=[{"name": "run-001", "state": "finished"}]), "finished"
+        return SimpleNamespace(runs=[{"name": "run-001", "state": "finished"}],
+                               dir=Path(root) / name), "finished"
 
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the project
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")       # nor installed in the cache folder
     monkeypatch.setattr(run_cmds, "run_experiment", fake_run)
     assert main(["--runs-dir", str(tmp_path), "start", "--agent", "claude-code", "--bench", "usergym",
                  "--exp", "x", "--no-live"]) == 0
@@ -170,6 +254,21 @@ def test_start_warns_at_once_about_a_missing_agent_cli_and_trains_on(tmp_path, m
     assert main(["--runs-dir", str(tmp_path), "start", "--agent", "builtin", "--bench", "usergym",
                  "--exp", "y", "--no-live", "--require-agent"]) == 0
     assert seen["err"] == ""
+
+
+def test_an_installed_cli_without_login_is_told_to_log_in_not_to_install(tmp_path, monkeypatch,
+                                                                         capsys):
+    monkeypatch.setenv("PATH", f"{FAKES}:/usr/bin:/bin")          # a `claude` on PATH
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))           # never logged in
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    assert main(["--runs-dir", str(tmp_path), "start", "--agent", "claude-code", "--bench",
+                 "usergym", "--exp", "x", "--require-agent"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("orchestrator: --agent claude-code: claude has no credentials: set "
+                   "ANTHROPIC_API_KEY or run `claude /login`; or drop --require-agent to train "
+                   "without it.\n")
 
 
 def test_plain_view_prints_each_step_session_and_verdict_once(tmp_path, capsys):
@@ -192,6 +291,7 @@ def test_plain_view_prints_each_step_session_and_verdict_once(tmp_path, capsys):
                              "knob_changes": [{"path": "agent.entropy_coeff", "old": 0.001, "new": 0.003}]})
     view.update({**st, "step": 3, "sessions": 1})
     lines = capsys.readouterr().out.splitlines()
+    assert lines.pop(0).startswith("run-001: the trainer is loading the model")   # no `started` yet
     assert [ln.split("  ")[0] for ln in lines[:3]] == [f"run-001 step {s}/8" for s in (1, 2, 3)]
     assert "success/mean 0.250" in lines[0] and "step 81.5 s" in lines[0] and "(one running)" in lines[2]
     assert lines[3] == "session s001 (builtin) ok after 12 s: abcdef01"
@@ -244,3 +344,25 @@ def test_start_refuses_a_config_under_which_no_episode_can_succeed(tmp_path, cap
     assert json.loads((tmp_path / "tight" / "experiment.json").read_text())["runs"] == []
     assert not (tmp_path / "tight" / "run-001").exists()
     assert not list(tmp_path.rglob("trainer.pid"))
+
+
+def test_status_shows_a_long_session_reason_as_whole_sentences_and_words(tmp_path, capsys, monkeypatch):
+    """The CPU demo's sessions cut '... with 0 demonstration(s) sho' and 'eau_step_function_…':
+    a long reason keeps whole sentences and whole words, and points to the session's record."""
+    from orchestrator import ledger
+
+    exp_dir, _ = _experiment_with_a_run(tmp_path)
+    reason = ("no remedy for: 100% of recent function agent turns (12 of 12) were refused for their "
+              "format, with 0 demonstration(s) shown. Add step reward eau_step_function_probe at a "
+              "function episode's first probe. " + "More detail follows here. " * 6)
+    ledger.append_line(exp_dir, {"type": "session", "session_id": "s002", "agent": "builtin",
+                                 "status": "no_change", "reason": reason, "commits": [],
+                                 "transcript": "x", "duration_s": 1.0})
+    monkeypatch.setenv("COLUMNS", "400")      # one line per row: the reason reads as written
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "status", "e1"]) == 0
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())
+    assert "\u2026" not in out and "sho " not in out
+    # the first sentence fits the 160 characters and the second would not: it is left out whole
+    assert "with 0 demonstration(s) shown. (the rest: agents/s002/transcript.md)" in out
+    assert "eau_step_function" not in out

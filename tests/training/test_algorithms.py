@@ -130,7 +130,7 @@ def test_resume_is_exact_and_no_critic_exists(tmp_path, tiny_model_dir, algorith
     assert checkpoint.read_meta(ca)["algorithm"] == algorithm
     pa, pb = torch.load(ca / "policy.pt"), torch.load(cb / "policy.pt")
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
-    oa, ob = torch.load(ca / "actor_optim.pt"), torch.load(cb / "actor_optim.pt")
+    oa, ob = (checkpoint.load(c, ["actor_optim"])[0]["actor_optim"] for c in (ca, cb))
     assert all(torch.equal(oa["state"][i]["exp_avg_sq"], ob["state"][i]["exp_avg_sq"])
                for i in oa["state"])
     rows_a = list(metrics.read_lines(tmp_path / "a" / "metrics.jsonl"))

@@ -69,3 +69,44 @@ def test_disabled_module_is_not_loaded_and_import_failure_refused(tmp_path):
         rewards.load_modules(files, knobs({"broken": {"enabled": True, "weight": 1}}))
     with pytest.raises(rewards.RewardModuleError, match="does not exist"):
         rewards.load_modules(files, knobs({"ghost": {"enabled": True}}))
+
+
+# Behaves for its first three calls, then fails every call: the gate's replay, a few calls in a
+# fresh process, never sees it fail; a trainer's worker, imported once for the whole run, does.
+LATE = """APPLIES_TO = ["toy"]
+calls = 0
+def turn_reward(turn):
+    global calls
+    calls += 1
+    if calls > 3:
+        raise ZeroDivisionError("division by zero")
+    return 1.0
+"""
+
+
+def test_a_module_failing_after_its_first_calls_is_counted_per_module_with_its_reason(tmp_path):
+    files = write(tmp_path, late=LATE, ask=ASK)
+    k = knobs({"late": {"enabled": True}, "ask": {"enabled": True}})
+    mods = rewards.load_modules(files, k)
+    try:
+        first, second = rewards.ScoreStats(), rewards.ScoreStats()
+        ep1 = episode("what?", "ok?")
+        rewards.score_episode(ep1, mods, k, first)
+        ep2 = episode("what?", "ok?", "and?")
+        rewards.score_episode(ep2, mods, k, second)
+    finally:
+        rewards.close_all(mods)
+    assert first.metrics(1)["reward/module_errors/late"] == 0
+    assert "module_errors" not in ep1["turns"][0]
+    row = {"step": 2, **second.metrics(1)}
+    assert (row["reward/module_errors/late"], row["reward/module_calls/late"]) == (2, 3)
+    assert (row["reward/module_errors/ask"], row["reward/module_calls/ask"]) == (0, 3)
+    assert (row["reward/module_errors"], row["reward/module_calls"]) == (2, 6)
+    assert [t.get("module_errors") for t in ep2["turns"]] == [
+        None, {"late": "ZeroDivisionError: division by zero"},
+        {"late": "ZeroDivisionError: division by zero"}]
+    assert [t["module_rewards"]["late"] for t in ep2["turns"]] == [1.0, 0.0, 0.0]
+    assert rewards.errors_text(row) == "  reward modules failed 2 of 6 calls (late 2 of 3)"
+    assert rewards.errors_text(first.metrics(1)) == ""
+    merged = rewards.ScoreStats.merged([first, second])          # two processes' stats
+    assert (merged.module_errors, merged.module_calls) == ({"late": 2}, {"late": 5, "ask": 5})

@@ -117,6 +117,36 @@ def test_resume_matches_uninterrupted(tmp_path, tiny_model_dir):
             assert ra[key] == pytest.approx(rb[key], abs=1e-9), key
 
 
+def test_a_reward_module_failing_after_its_first_calls_shows_in_metrics_and_the_log(
+        tmp_path, tiny_model_dir, capfd):
+    """A module that answers its first three calls and fails every later one (what the gate's
+    few replayed calls in a fresh process never see): each step's metrics count its failed
+    calls under its name, the failures' line is in the trajectories, and the trainer's step
+    line in trainer.log (stderr) says so."""
+    from toy_env import KNOBS
+
+    knobs = json.loads(json.dumps(KNOBS))
+    knobs["reward"]["modules"] = {"late": {"enabled": True, "weight": 1.0}}
+    ws = write_workspace(tmp_path / "ws", knobs)
+    (ws / "rewards").mkdir()
+    (ws / "rewards" / "late.py").write_text(
+        "APPLIES_TO = ['toy']\ncalls = 0\ndef turn_reward(turn):\n    global calls\n"
+        "    calls += 1\n    if calls > 3:\n        raise ZeroDivisionError('division by zero')\n"
+        "    return 1.0\n")
+    write_run(tmp_path / "run", workspace_dir=ws, model_dir=tiny_model_dir)
+    assert Trainer(tmp_path / "run").run() == 0
+    one, two = metrics.read_lines(tmp_path / "run" / "metrics.jsonl")
+    assert one["reward/module_calls/late"] > 3
+    assert one["reward/module_errors/late"] == one["reward/module_calls/late"] - 3
+    assert two["reward/module_errors/late"] == two["reward/module_calls/late"] > 0
+    turns = [t for ep in metrics.read_lines(tmp_path / "run" / "trajectories" / "step-000002.jsonl")
+             for t in ep["turns"]]
+    assert all(t["module_errors"] == {"late": "ZeroDivisionError: division by zero"} for t in turns)
+    log = capfd.readouterr().err
+    assert (f"reward modules failed {two['reward/module_errors']} of "
+            f"{two['reward/module_calls']} calls (late ") in log
+
+
 def test_missing_model_is_one_sentence(tmp_path, tiny_model_dir):
     from training.policy import ModelLoadError
 

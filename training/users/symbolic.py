@@ -28,7 +28,8 @@ Conditions (`when`); a number may be written as {"knob": NAME}, read from `user.
   matched: bool        the message matches a revealable fact (similarity >= match_threshold) or
                        touches a fact the task states (any of its keywords; see below)
   matched_revealed: bool  it matches a fact already disclosed
-  regex / not_regex    Python regex searched (case-insensitive) in the agent's message
+  regex / not_regex    regex searched (case-insensitive) in the agent's message, on RE2: Python's
+                       syntax without backreferences or lookaround (training/users/rule_regex.py)
   min_turn, max_turn   bounds on the turn number (1-based)
   min_questions        questions asked so far, this one included
   every                turn % n == 0 (n <= 0 never holds); e.g. {"knob": "volunteer_interval"}
@@ -64,6 +65,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from training.benches.base import Fact, Task, UserReply, UserState
+from training.users.rule_regex import LinearRegex, RuleRegexError, compile_pattern
 
 ACTS = ("question", "action", "answer", "search", "other")
 REVEALS = ("matched", "next", "none")
@@ -149,8 +151,8 @@ class Rule:
     say: str
     gyms: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
-    regex: re.Pattern | None = None
-    not_regex: re.Pattern | None = None
+    regex: LinearRegex | None = None
+    not_regex: LinearRegex | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ def _compile_one(raw: Any, index: int, fact_kinds: set[str], knob_names: tuple[s
     when = raw.get("when", {})
     if not isinstance(when, dict):
         raise _fail(rid, "when", when, "expected an object of conditions")
-    compiled: dict[str, re.Pattern] = {}
+    compiled: dict[str, LinearRegex] = {}
     for key, value in when.items():
         field = f"when.{key}"
         if key == "act":
@@ -197,9 +199,9 @@ def _compile_one(raw: Any, index: int, fact_kinds: set[str], knob_names: tuple[s
             _check_number(rid, field, value, knob_names)
         elif key in _REGEX_CONDS:
             try:
-                compiled[key] = re.compile(value, re.I)
-            except (re.error, TypeError) as exc:
-                raise _fail(rid, field, value, f"not a valid regular expression ({exc})") from None
+                compiled[key] = compile_pattern(value)
+            except RuleRegexError as exc:
+                raise _fail(rid, field, value, str(exc)) from None
         else:
             raise _fail(rid, field, value, "unknown condition")
     reveal = raw.get("reveal", "none")

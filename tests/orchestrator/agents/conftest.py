@@ -27,7 +27,7 @@ def exp(tmp_path, monkeypatch):
 def fakes_on_path(monkeypatch, tmp_path):
     log = tmp_path / "fake-calls.jsonl"
     monkeypatch.setenv("PATH", f"{FAKES}:{Path(sys.executable).parent}:/usr/bin:/bin")
-    monkeypatch.setenv("EAU_AGENT_CLIS", "")     # the real CLIs of .agent-clis/ never stand in
+    monkeypatch.setenv("EAU_AGENT_CLIS", "")     # the installed real CLIs never stand in
     # codex's config and temporary folder of the test's own (the adapter reads both)
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmpdir"))

@@ -152,10 +152,14 @@ def test_deadlock_at_the_trainers_turn_cap_is_left_alone(exp):
               episodes_fn=lambda s, r: [episode("colbench", deadlock=True, turns=4, first=f"q{i}")
                                         for i in range(4)])
     (exp / "run-001" / "config.json").write_text(json.dumps({"rollout": {"max_turns": 4}}))
-    base.run_session(make_ctx(exp, "builtin"))
+    res = base.run_session(make_ctx(exp, "builtin"))
     k = knobs(exp)
     assert k["env"]["colbench"]["min_questions"] == 1 and k["env"]["colbench"]["max_steps"] == 10
-    assert k["reward"]["modules"]["eau_progress"]["enabled"]      # the next finding: success near zero
+    # the next finding, success near zero, would add eau_progress; no colbench turn here had a
+    # fact disclosed, so its replay pays nothing and it is not committed: the record says so
+    assert "eau_progress" not in k["reward"]["modules"] and res.commits == []
+    record = Path(res.transcript).read_text()
+    assert "eau_progress would pay nothing in colbench" in record
 
 
 def refused_episode(gym, turns=3, invalid=True, demos=1, i=0):
@@ -203,7 +207,13 @@ def test_invalid_actions_at_the_examples_limit_switch_on_the_format_reward(exp):
     """The knob already shows every example the file holds (3 for colbench): the shipped format
     reward is switched on instead, and its turn reward credits accepted turns only."""
     commit_knob(exp, "env.colbench.demonstrations", 3)
-    fresh_run(exp, episodes_fn=lambda s, r: [refused_episode("colbench", demos=3, i=i) for i in range(6)])
+
+    def mostly_refused(s, r):        # 3 turns of 4 refused: the format reward can pay the fourth
+        eps = [refused_episode("colbench", turns=4, demos=3, i=i) for i in range(6)]
+        for ep in eps:
+            ep["turns"][-1].update(invalid_action=False, user="Ok.")
+        return eps
+    fresh_run(exp, episodes_fn=mostly_refused)
     res = base.run_session(make_ctx(exp, "builtin"))
     assert res.status == base.OK, res.reason
     k = knobs(exp)

@@ -67,6 +67,7 @@ def test_eval_folder_cannot_be_read(exp, fakes_on_path):
 def test_no_credentials_and_not_installed_end_the_session_with_a_reason(exp, fakes_on_path, monkeypatch):
     res = base.run_session(make_ctx(exp, "claude-code", extra_env={"FAKE_MODE": "nologin"}))
     assert res.status == base.UNAVAILABLE and "Not logged in" in res.reason
+    assert "`claude /login`" in res.reason and "install" not in res.reason    # it is installed
     monkeypatch.setenv("PATH", "/usr/bin:/bin")   # git, but no claude
     res = base.run_session(make_ctx(exp, "claude-code", session="s002"))
     assert res.status == base.UNAVAILABLE and "not installed" in res.reason

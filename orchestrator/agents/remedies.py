@@ -1,0 +1,416 @@
+"""The built-in agent's remedies for episodes that make no progress, and the replay every
+intervention passes before it is committed.
+
+Remedies, of the kinds the paper names (sections 4.2 and 4.3):
+- a worked example that shows the missing step (demonstrations/<bench>.json): one of the file's
+  examples that takes the step is moved first, or an invented one is added first, so the
+  examples the policy is shown take it;
+- a reward for the missing step (rewards/eau_step_<gym>_<step>.py), paid once per episode at the
+  turn that first takes it (`first_steps`, marked by the trainer: training.steps) and judged by
+  `score/<gym>`, the environment's own score, which no module adds to;
+- curriculum through the user's knobs: easier disclosure (one more fact per reply, else a lower
+  match threshold) while a gym's success is 0 and its episodes run to the turn cap; judged by
+  the facts known after each recorded turn, summed (a fact disclosed sooner counts more: three
+  "why?" turns get three concerns either way, but two of them a turn sooner at two per reply);
+- taking back what did not help (a revert of a change measured "harmed" or "no effect"), and
+  help no longer needed once a gym's success passes 0.80 (eased disclosure goes back first).
+
+Nothing that cannot work (`vet`): an intervention that switches on or adds a reward module is
+replayed on the recent trajectories (orchestrator.replay) and dropped, with the reason in the
+session's record, when it would pay nothing in the gyms it is for; a user-knob change is replayed
+with the symbolic user and dropped when it would disclose nothing more (or, reining in leaks,
+nothing less). Environment knobs and worked examples change what the policy sees, which no
+replay of recorded turns can show, and pass as they are.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator import diagnostics, effects, gitops, replay
+from orchestrator.finding import Finding
+from orchestrator.gate_context import GYM_BENCH
+from training import steps as S
+
+STEP_PAY = 0.1     # TravelGym pays 0.1 per preference elicited; a step is worth no more than that
+STEP_SOURCE = '''"""Step reward written by the built-in meta-agent: {pay} once per {gym} episode, at the turn
+that first takes the step "{step}" ({what}), which the gym's success needs (or, for
+"disclosed", which comes before any answer that is not a guess) and which most recent episodes
+never took before answering. The trainer marks each turn's `first_steps`
+(training/steps.py), so a step taken again earns nothing more. Judge it by score/{gym}, the
+environment's own score, which no module adds to."""
+
+APPLIES_TO = [{gym!r}]
+STEP = {step!r}
+PAY = {pay}
+
+
+def turn_reward(turn):
+    return PAY if STEP in (turn.get("first_steps") or []) else 0.0
+'''
+# Invented worked examples for a step no shipped example takes (never a task of a split); the
+# gate checks that every assistant turn parses under the gym's own parser.
+_TRAVEL_SEARCH_FIRST = {"id": "eau-travel-car-porto-search-first", "messages": [
+    {"role": "user", "content": "I need a rental car in Porto.\nAs long as my preferences are "
+                                "satisfied, I would like the cheapest option for each."},
+    {"role": "assistant", "content": "[search] car Porto"},
+    {"role": "user", "content": "C1 | Zipp | Porto | gps: no | size: compact | transmission: manual"
+                                " | $48\nC2 | Drivo | Porto | gps: yes | size: suv | transmission: "
+                                "automatic | $71\nC3 | Metro | Porto | gps: yes | size: suv | "
+                                "transmission: automatic | $95"},
+    {"role": "assistant", "content": "[action] Which size of car do you need, and do you want an "
+                                     "automatic?"},
+    {"role": "user", "content": "For the car, I want size: suv."},
+    {"role": "assistant", "content": "[action] And the transmission?"},
+    {"role": "user", "content": "For the car, I want transmission: automatic."},
+    {"role": "assistant", "content": "[answer] C2"}]}
+_TAU_IDENTIFY = {"id": "eau-tau-identify-then-lookup", "messages": [
+    {"role": "user", "content": "Here is my request: Hello, something is wrong with my order.\nTry "
+                                "to fulfill it step by step by calling the internal tools and "
+                                "communicating with me!"},
+    {"role": "assistant", "content": "[action] I can help. What are your first name, last name and "
+                                     "zip code?"},
+    {"role": "user", "content": "I am Ana Souza, zip code 30301."},
+    {"role": "assistant", "content": '[answer] {"name": "find_user_id_by_name_zip", "arguments": '
+                                     '{"first_name": "Ana", "last_name": "Souza", "zip": "30301"}}'},
+    {"role": "user", "content": 'Tool result: "ana_souza_4821"'},
+    {"role": "assistant", "content": '[answer] {"name": "get_user_details", "arguments": '
+                                     '{"user_id": "ana_souza_4821"}}'},
+    {"role": "user", "content": 'Tool result: {"orders": ["#W5550123", "#W5550456"]}'},
+    {"role": "assistant", "content": "[action] I see orders #W5550123 and #W5550456. Which one is "
+                                     "it, and what should I do with it?"}]}
+STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
+    ("travel", "search"): _TRAVEL_SEARCH_FIRST, ("tau", "identify"): _TAU_IDENTIFY,
+    ("tau", "lookup"): _TAU_IDENTIFY}
+MAX_EXAMPLES = 10            # schema/demonstrations.schema.json: maxItems per gym
+_METRIC = re.compile(r"\b(?:success|score|reward)/([\w-]+)")
+
+
+@dataclass
+class Intervention:
+    """One change: knob writes and/or files, with the rationale its commit carries."""
+
+    subject: str
+    why: str
+    expect: str
+    knobs: dict[str, Any] = field(default_factory=dict)      # knob path -> new value
+    files: dict[str, str] = field(default_factory=dict)      # workspace path -> content
+    reverts: str | None = None
+
+    def message(self) -> str:
+        msg = f"{self.subject}\n\nWhy: {self.why}\nExpect: {self.expect}\n"
+        if self.reverts:
+            msg += f"Reverts: {self.reverts}\n"
+        return msg
+
+
+# ----------------------------------------------------------------------------- worked examples
+
+
+def example_takes(gym: str, step: str, example: dict[str, Any]) -> bool:
+    """Whether a worked example's assistant turns take `step` (by their text)."""
+    return any(step in S.text_steps(gym, str(m.get("content", "")))
+               for m in example.get("messages") or [] if m.get("role") == "assistant")
+
+
+def worked_example(p, gym: str, step: str, why: str) -> Intervention | None:
+    """Put a worked example that takes `step` first among the gym's examples (one of the file's,
+    else an invented one), showing at least one; None when the shown examples take it already
+    or there is none to show. `p` is the planner (knob values, limits, busy paths)."""
+    rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
+    path = p.ws / rel
+    if rel in p.busy or knob in p.busy or rel in p.avoid_files or not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    examples = list(data.get(gym) or [])
+    shown = int(p.value(knob) or 0)
+    if any(example_takes(gym, step, ex) for ex in examples[:shown]):
+        return None
+    at = next((i for i, ex in enumerate(examples) if example_takes(gym, step, ex)), None)
+    if at is not None:
+        first = examples.pop(at)
+    elif (gym, step) in STEP_EXAMPLES:
+        first = copy.deepcopy(STEP_EXAMPLES[(gym, step)])
+        examples = examples[:MAX_EXAMPLES - 1]
+    else:
+        return None
+    data[gym] = [first, *examples]
+    knobs = {}
+    if shown == 0:
+        new = p.step(knob, +1)
+        if new is None:
+            return None
+        knobs[knob] = new
+    what = S.WHAT[step]
+    return Intervention(
+        f"Show {gym} a worked example that uses {what} first ({first['id']})",
+        f"{why} None of the {shown} worked example(s) the policy is shown uses it; a worked "
+        f"exchange in the context is how this 135M policy learnt the action format (0 -> 81% of "
+        f"valid turns on held-out IntentionGym tasks).",
+        f"score/{gym} rises.",
+        knobs=knobs, files={rel: json.dumps(data, indent=2, ensure_ascii=False) + "\n"})
+
+
+def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
+    """One more shown example, when the next example of the file takes the step too."""
+    rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
+    shown = int(p.value(knob) or 0)
+    try:
+        examples = json.loads((p.ws / rel).read_text()).get(gym) or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    new = p.step(knob, +1)
+    if new is None or rel in p.busy or new > len(examples) or \
+            not example_takes(gym, step, examples[new - 1]):
+        return None
+    return Intervention(f"Show {gym} one more worked example that uses {S.WHAT[step]} ({shown} -> {new})",
+                        f"{why} The examples shown use it, yet the policy does not; one more shows "
+                        f"it again.", f"score/{gym} rises.", knobs={knob: new})
+
+
+# ----------------------------------------------------------------------------- step rewards
+
+
+def step_module_name(gym: str, step: str) -> str:
+    return f"eau_step_{gym}_{step}"
+
+
+def step_reward(p, gym: str, step: str, why: str) -> Intervention | None:
+    """A module paying STEP_PAY at the first `step` of each `gym` episode (vetted by replay)."""
+    name = step_module_name(gym, step)
+    rel = f"rewards/{name}.py"
+    if name in (p.value("reward.modules") or {}) or rel in p.avoid_files or rel in p.busy:
+        return None
+    source = STEP_SOURCE.format(gym=gym, step=step, what=S.WHAT.get(step, step), pay=STEP_PAY)
+    return Intervention(
+        f"Add step reward {name}: {STEP_PAY} at a {gym} episode's first {S.NOUN.get(step, step)}",
+        f"{why} Paid once per episode at its first occurrence, the step earns more than skipping it "
+        f"and cannot be farmed by repeating it.",
+        f"score/{gym} rises.",
+        knobs={f"reward.modules.{name}": {"enabled": True, "weight": 1.0}}, files={rel: source})
+
+
+# ----------------------------------------------------------------------------- curriculum
+
+
+def runs_to_cap(episodes: list[dict[str, Any]], gym: str) -> bool:
+    """Most of the gym's recent episodes ended at the turn limit, none of them a success."""
+    eps = [ep for ep in episodes if ep.get("gym") == gym]
+    return len(eps) >= 2 and not any(ep.get("success") for ep in eps) and \
+        sum(bool(ep.get("truncated")) for ep in eps) >= 0.5 * len(eps)
+
+
+def ease_disclosure(p, gym: str, why: str) -> list[Intervention]:
+    """Easier disclosure for `gym`, one knob and one allowed step at a time: one more fact per
+    reply, else a lower match threshold (the schema's x-harder says which way is easier). The
+    caller vets each by replay and takes the first that discloses more."""
+    out = []
+    for name, direction in (("facts_per_reply", +1), ("match_threshold", -1)):
+        path = f"user.{gym}.{name}"
+        harder = diagnostics.knob_spec(p.schema, path).get("x-harder")
+        if harder not in ("up", "down") or direction != (-1 if harder == "up" else +1):
+            continue
+        new = p.step(path, direction)
+        if new is None:
+            continue
+        out.append(Intervention(
+            f"Ease disclosure in {gym}: {path} {p.value(path)} -> {new}",
+            f"{why} Every recent {gym} episode ran to the turn limit without a success: the user "
+            f"discloses too little for the policy to finish (curriculum, paper section 4.2).",
+            f"score/{gym} rises.", knobs={path: new}))
+    return out
+
+
+# ----------------------------------------------------------------------------- taking back
+
+
+def revert(p, sha: str, f: Finding) -> Intervention | None:
+    """The knob values and files `sha` changed, put back where they still read as it left
+    them, with a `Reverts:` line (the next sessions read it and do not redo the change)."""
+    try:
+        parents = gitops.git(p.ws, "rev-list", "--parents", "-n1", sha).split()[1:]
+        old = gitops.knobs_at(p.ws, parents[0]) if parents else {}
+        changed = diagnostics.knob_changes(old, gitops.knobs_at(p.ws, sha))
+    except gitops.GitError:
+        return None
+    writes = {k: a for k, (a, b) in changed.items() if a is not None and p.value(k) == b}
+    # a module the commit added is switched off (its file stays, unused)
+    writes |= {k: False for k, (a, b) in changed.items()
+               if a is None and b is True and k.endswith(".enabled") and p.value(k) is True}
+    files = files_before(p.ws, sha, parents[0]) if parents else {}
+    if not writes and not files:
+        return None
+    return Intervention(f"Revert {sha[:10]}: it harmed {f.evidence.get('metric')}",
+                        f.message, f"{f.evidence.get('metric')} back to its level before {sha[:10]}.",
+                        knobs=writes, files=files, reverts=sha)
+
+
+def files_before(ws: Path, sha: str, parent: str) -> dict[str, str]:
+    """The parent's text of each file (knobs.json aside) that `sha` modified and that still
+    reads as `sha` left it: a harmful guard on a reward module goes back with its commit."""
+    out = {}
+    try:
+        names = gitops.git(ws, "diff", "--name-only", "--diff-filter=M", parent, sha).split()
+        for rel in names:
+            if rel == "knobs.json" or not (ws / rel).exists():
+                continue
+            if (ws / rel).read_text() == gitops.git(ws, "show", f"{sha}:{rel}"):
+                out[rel] = gitops.git(ws, "show", f"{parent}:{rel}")
+    except (gitops.GitError, OSError, UnicodeDecodeError):
+        return {}
+    return out
+
+
+def taken_back(ws: Path) -> tuple[set[tuple[str, str]], set[str]]:
+    """What reverts took back: ((knob, "old -> new") pairs, files) of every commit a `Reverts:`
+    line names, so no later session makes the same change again."""
+    pairs, files = set(), set()
+    for sha in effects.reverted_commits(ws):
+        try:
+            parents = gitops.git(ws, "rev-list", "--parents", "-n1", sha).split()[1:]
+            old = gitops.knobs_at(ws, parents[0]) if parents else {}
+            changed = diagnostics.knob_changes(old, gitops.knobs_at(ws, sha))
+            if parents:
+                files |= {p for p in gitops.git(ws, "diff", "--name-only", parents[0], sha).split()
+                          if p != "knobs.json"}
+        except gitops.GitError:
+            continue
+        pairs |= {(k, f"{a} -> {b}") for k, (a, b) in changed.items()}
+    return pairs, files
+
+
+def eased(p, gym: str) -> list[str]:
+    """The gym's user knobs that sit on the easier side of the experiment's first commit
+    (the seed): disclosure a curriculum step eased, to be taken back first."""
+    try:
+        root = gitops.git(p.ws, "rev-list", "--max-parents=0", "HEAD").split()[-1]
+        seed = gitops.knobs_at(p.ws, root)
+    except (gitops.GitError, IndexError):
+        return []
+    out = []
+    for name in ("facts_per_reply", "match_threshold"):
+        path = f"user.{gym}.{name}"
+        harder = diagnostics.knob_spec(p.schema, path).get("x-harder")
+        try:
+            was = diagnostics.get_path(seed, path)
+        except KeyError:
+            continue
+        now = p.value(path)
+        if isinstance(now, (int, float)) and isinstance(was, (int, float)) and \
+                ((harder == "up" and now < was) or (harder == "down" and now > was)):
+            out.append(path)
+    return out
+
+
+# ----------------------------------------------------------------------------- replay before commit
+
+
+def target_gyms(act: Intervention, gyms: list[str]) -> list[str]:
+    """The gyms an intervention is for: the gym its Expect line names, else the run's gyms."""
+    m = _METRIC.search(act.expect)
+    return [m.group(1)] if m and m.group(1) in gyms else list(gyms)
+
+
+def _module_changes(p, act: Intervention) -> dict[str, str]:
+    """name -> source of each reward module the intervention switches on or adds."""
+    out = {}
+    for path, value in act.knobs.items():
+        parts = path.split(".")
+        if parts[:2] != ["reward", "modules"] or len(parts) < 3:
+            continue
+        name = parts[2]
+        if parts[3:] == ["enabled"]:
+            on = value is True
+        elif len(parts) == 3:
+            on = isinstance(value, dict) and value.get("enabled", True) is True
+        else:
+            on = False
+        if not on:
+            continue
+        rel = f"rewards/{name}.py"
+        source = act.files.get(rel) or ((p.ws / rel).read_text() if (p.ws / rel).exists() else "")
+        out[name] = source
+    return out
+
+
+def vet(p, act: Intervention, episodes: list[dict[str, Any]], bench: str) -> tuple[str | None, str]:
+    """(why it cannot work, or None; what the replay showed, for the commit's Why)."""
+    gyms = target_gyms(act, p.gyms)
+    shown = []
+    for name, source in _module_changes(p, act).items():
+        pay, err = replay.module_pay(source, episodes)
+        if err:
+            return f"{act.subject}: {name} {err}.", ""
+        seen = [g for g in gyms if g in pay]
+        if not seen:
+            shown.append(f"{name} had no recent {'/'.join(gyms)} episodes to be replayed on")
+            continue
+        if not any(pay[g].pays for g in seen):
+            return (f"{act.subject}: not committed, because replayed on the recent trajectories "
+                    f"{name} would pay nothing in {', '.join(seen)} "
+                    f"({'; '.join(pay[g].text(g) for g in seen)}).", "")
+        shown.append(f"replayed on the recent trajectories, {name} pays "
+                     + "; ".join(pay[g].text(g) for g in seen if pay[g].pays))
+    why_not, note = _vet_user_knobs(p, act, episodes, bench)
+    if why_not:
+        return why_not, ""
+    return None, "; ".join(shown + ([note] if note else []))
+
+
+def _easing(p, act: Intervention) -> dict[str, Any]:
+    """The user-knob writes of an intervention that ease disclosure (against x-harder)."""
+    out = {}
+    for path, new in act.knobs.items():
+        parts = path.split(".")
+        old = p.value(path)
+        if parts[0] != "user" or len(parts) != 3 or not isinstance(new, (int, float)) \
+                or not isinstance(old, (int, float)):
+            continue
+        harder = diagnostics.knob_spec(p.schema, path).get("x-harder")
+        if (harder == "up" and new < old) or (harder == "down" and new > old):
+            out[path] = new
+    return out
+
+
+def _vet_user_knobs(p, act: Intervention, episodes: list[dict[str, Any]], bench: str
+                    ) -> tuple[str | None, str]:
+    """Easier disclosure is replayed: the symbolic user on the recorded agent turns with the
+    knobs before and after; a change that discloses nothing more in its gym cannot work, and
+    one the replay cannot judge (no recent episode of the gym has a task the bench loads, or an
+    LLM user answered them: the replay speaks for the symbolic arm only) is not shown to work
+    either. Knobs that rein disclosure in (the leak remedies) answer leaks the logs show and
+    pass as they are."""
+    easing = _easing(p, act)
+    if not easing:
+        return None, ""
+    gyms = sorted({path.split(".")[1] for path in easing})
+    rules = replay.load_rules(p.ws, bench)
+    eps = [ep for ep in episodes if ep.get("gym") in gyms]
+    before = copy.deepcopy(p.value("user") or {})
+    after = copy.deepcopy(before)
+    for path, value in easing.items():
+        diagnostics.set_path({"user": after}, path, value)
+    llm = any(ep.get("user_arm") == "llm" for ep in eps)
+    a = None if llm or rules is None else replay.user_disclosures(bench, rules, before, eps, "known")
+    b = None if a is None else replay.user_disclosures(bench, rules, after, eps, "known")
+    for gym in gyms:
+        if a is None or b is None or gym not in a or gym not in b:
+            return (f"{act.subject}: not committed, because the symbolic user could not be "
+                    f"replayed on the recent {gym} episodes"
+                    f"{' (an LLM user answered them)' if llm else ''}, so nothing shows it "
+                    f"would disclose more.", "")
+        if b[gym] <= a[gym]:
+            return (f"{act.subject}: not committed, because the symbolic user replayed on the "
+                    f"recent {gym} turns discloses no more with it than without it ({a[gym]} "
+                    f"fact-turns known either way): the policy's turns ask for nothing more it "
+                    f"would give.", "")
+    return None, "; ".join(f"replayed on the recent {g} turns, the facts the symbolic user has "
+                           f"disclosed, summed over the turns, go {a[g]} -> {b[g]}" for g in gyms)
+
+
+def recent(run_dir: Path) -> list[dict[str, Any]]:
+    return replay.recent_episodes(run_dir)

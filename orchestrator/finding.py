@@ -1,0 +1,24 @@
+"""One diagnosed problem with the numbers that show it: what every detector returns (the
+modules orchestrator.diagnostics and orchestrator.turn_findings), what the built-in agent acts on
+and what `skills/eau/scripts/diagnose.py` prints."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Finding:
+    """One diagnosed problem, with the numbers that show it."""
+
+    kind: str            # deadlock | leak | reply_growth | entropy_collapse | template_collapse |
+                         # low_success | high_success | nan | harm | invalid_actions | format_learned |
+                         # reward_hack | loop | missing_step | early_answer | restated_prompt |
+                         # idle_module | no_effect | module_errors
+    gym: str | None      # the gym it concerns, None for run-wide findings
+    message: str         # one sentence a person can read
+    evidence: dict[str, Any] = field(default_factory=dict)
+    irreversible: bool = False   # NaN / collapse: a restart, not a knob, is the remedy (section 4.6)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,282 @@
+"""Findings about whether episodes make progress, read from the agent's turns: the steps a gym's
+success needs and the policy never takes, answers given before anything was learnt, turns that
+restate the prompt, reward modules that never pay in a gym, and credit farmed by repeated turns.
+
+Each finding names its gym, counts, and quotes two turns, so a person (or a Claude Code or Codex
+session running `skills/eau/scripts/diagnose.py`) sees what the built-in agent acts on. They were
+missing when the built-in agent of the H200 comparison (2 seeds x 24 steps, README) went quiet
+after step 12 while the step-24 trajectories showed travel episodes that never `[search]`ed and
+answered option ids they never saw, tau episodes that never identified the user, turtle
+"questions" restating the surface and function episodes that guessed; and when the CPU demo's
+peak reward (step 7, 0.200) was half paid for one question asked three times, unflagged.
+The steps themselves are defined once, in `training.steps` (what the reward modules also see).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from orchestrator.finding import Finding
+from orchestrator.sentences import quote
+from training import steps as S
+from training.novelty import repeated_marks
+
+MIN_EPISODES = 2          # a gym's recent episodes below this say nothing about it
+MISSING_FRAC = 0.75       # share of a gym's episodes that answered (or ended) without the step
+EARLY_FRAC = 0.50         # share of a gym's answering episodes that answered before learning anything
+RESTATE_OVERLAP = 0.80    # share of a turn's content words that are the prompt's
+RESTATE_WORDS = 4         # content words a turn needs before it can be called a restatement
+RESTATE_FRAC = 0.30       # share of a gym's turns to the user that restate its prompt
+IDLE_MIN_TURNS = 6        # turns a module was run on in a gym before "never paid" means something
+                          # (two episodes of the CPU demo, whose rollout.max_turns is 3)
+HACK_SHARE = 0.40         # credit share on repeated turns: 0.14 for elicited_fact at step 1 of the
+                          # H200 comparison, 0.47-0.66 once PPO farmed it (steps 8-16)
+FARM_MIN_REPEATS = 2      # paid repeated turns: the CPU demo's farmed step 7 had two (a question
+                          # asked three times), so the finding shows within its 8 steps
+INFO_STEPS = frozenset({"disclosed", "search", "probe", "read", "identify", "lookup"})
+# keys of a turn record that a reward module may read (DESIGN.md, trajectories)
+TURN_KEYS = ("revealed_facts", "new_facts", "leaked_facts", "asked_question", "answered",
+             "invalid_action", "tool_calls", "repeated", "first_steps", "rule_id")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("""the and for you your are was were with that this what which from have has had
+not but can could would should will into about there their they them then than when where who
+how why does did its it's our out any all some more most other such only also very just one
+please tell know like want need me my mine yes""".split())
+
+
+def _by_gym(episodes: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for ep in episodes:
+        out.setdefault(str(ep.get("gym") or "?"), []).append(ep)
+    return out
+
+
+def _turns(ep: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t for t in ep.get("turns") or [] if isinstance(t, dict)]
+
+
+def _quotes(turns: list[dict[str, Any]], n: int = 2) -> list[str]:
+    return [quote(t.get("agent")) for t in turns[:n]]
+
+
+def _eg(quotes: list[str]) -> str:
+    return f"; e.g. {' and '.join(quotes)}" if quotes else ""
+
+
+# ----------------------------------------------------------------------------- missing steps
+
+
+def find_missing_steps(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """A step a gym's success needs (training.steps.NEEDED) that most recent episodes of the gym
+    never took before their answer: travel answering ids it never searched for, tau writing
+    without identifying the user, ColBench never submitting, tau2 writing before any read."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        if gym not in S.NEEDED or len(eps) < MIN_EPISODES:
+            continue
+        for step in S.NEEDED[gym]:
+            without = [ep for ep in eps if not S.took_before_answer(gym, _turns(ep), step)]
+            if len(without) / len(eps) < MISSING_FRAC:
+                continue
+            took = sum(any(step in S.turn_steps(gym, t) for t in _turns(ep)) for ep in eps)
+            shown = [_blind_turn(gym, ep) for ep in without]
+            quotes = _quotes([t for t in shown if t])
+            what = S.WHAT[step]
+            when = "at all" if step == "submit" else "before answering"
+            out.append(Finding(
+                "missing_step", gym,
+                f"{len(without)} of {len(eps)} recent {gym} episodes never used {what} {when} "
+                f"({took} used it at any turn){_eg(quotes)}.",
+                {"step": step, "what": what, "episodes": len(eps), "without": len(without),
+                 "took_at_all": took, "examples": quotes}))
+    return out
+
+
+def _blind_turn(gym: str, ep: dict[str, Any]) -> dict[str, Any] | None:
+    """The turn that shows a missing step best: the episode's first answer, else its last turn."""
+    turns = _turns(ep)
+    end = S.answer_step(gym)
+    return next((t for t in turns if end in S.turn_steps(gym, t)), turns[-1] if turns else None)
+
+
+# ----------------------------------------------------------------------------- early answers
+
+
+def find_early_answers(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Episodes whose first answer came before the user disclosed anything and before any
+    search, probe or read: the answer is a guess (function's `[answer] 7 2 0 10` as a first
+    turn, travel's `[answer] H5`, a persuade argument before asking why)."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        answering, early = 0, []
+        for ep in eps:
+            turns = _turns(ep)
+            end = S.answer_step(gym)
+            seen: set[str] = set()
+            for t in turns:
+                taken = set(S.turn_steps(gym, t))
+                if end in taken:
+                    answering += 1
+                    if not (seen & INFO_STEPS):
+                        early.append(t)
+                    break
+                seen |= taken
+        if len(early) < MIN_EPISODES or len(early) / answering < EARLY_FRAC:
+            continue
+        quotes = _quotes(early)
+        out.append(Finding(
+            "early_answer", gym,
+            f"{len(early)} of {answering} recent {gym} episodes that answered did so before any "
+            f"disclosure, search or lookup{_eg(quotes)}.",
+            {"episodes": len(eps), "answering": answering, "early": len(early), "examples": quotes}))
+    return out
+
+
+# ----------------------------------------------------------------------------- restated prompts
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(str(text).lower()) if len(w) >= 3 and w not in _STOP]
+
+
+def restates(turn_text: str, prompt: str) -> bool:
+    """Whether an agent turn says back its prompt: at least RESTATE_WORDS content words, nearly
+    all of them the prompt's (the tool tag and its parse aside)."""
+    words = content_words(re.sub(r"^\s*\[\w+\]", "", str(turn_text)))
+    if len(words) < RESTATE_WORDS:
+        return False
+    have = set(content_words(prompt))
+    return sum(w in have for w in words) / len(words) >= RESTATE_OVERLAP
+
+
+def find_restated_prompts(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Turns to the user (or answers) that restate the episode's prompt: a turtle "question"
+    repeating the surface, a persuade "argument" repeating the claim. Searches, tool calls and
+    refused turns are left out (a search names the prompt's aspect by design)."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        said, restated = 0, []
+        for ep in eps:
+            prompt = str(ep.get("prompt") or "")
+            for t in _turns(ep):
+                if t.get("invalid_action") or t.get("tool_calls") or \
+                        str(t.get("agent") or "").lstrip().lower().startswith("[search]"):
+                    continue
+                said += 1
+                if prompt and restates(t.get("agent"), prompt):
+                    restated.append(t)
+        if len(restated) < MIN_EPISODES or len(restated) / said < RESTATE_FRAC:
+            continue
+        quotes = _quotes(restated)
+        out.append(Finding(
+            "restated_prompt", gym,
+            f"{len(restated)} of {said} recent {gym} turns to the user restate the task's own "
+            f"prompt{_eg(quotes)}.",
+            {"turns": said, "restated": len(restated), "examples": quotes}))
+    return out
+
+
+# ----------------------------------------------------------------------------- reward modules
+
+
+def keys_read(source: str) -> list[str]:
+    """The turn keys a module's source names in quotes (what it can pay on)."""
+    return [k for k in TURN_KEYS if re.search(rf"""["']{k}["']""", source)]
+
+
+def find_idle_modules(episodes: list[dict[str, Any]], sources: dict[str, str] | None = None
+                      ) -> list[Finding]:
+    """A reward module that paid nothing in a gym over its recent turns (`module_rewards`), with
+    why where its source is known: the turn keys it reads and how many of the gym's turns had
+    each (eau_progress pays new_facts, and no function turn of the CPU demo had one). A module
+    that only ever charged (a cost, like no_repeat) is not idle."""
+    values: dict[tuple[str, str], list[float]] = {}
+    eps_of: dict[tuple[str, str], int] = {}
+    turns_of: dict[str, list[dict[str, Any]]] = {}
+    for ep in episodes:
+        gym = str(ep.get("gym") or "?")
+        names = set()
+        for t in _turns(ep):
+            turns_of.setdefault(gym, []).append(t)
+            for name, v in (t.get("module_rewards") or {}).items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    values.setdefault((name, gym), []).append(float(v))
+                    names.add(name)
+        for name in names:
+            eps_of[(name, gym)] = eps_of.get((name, gym), 0) + 1
+    charged = {n for (n, _), vs in values.items() if any(v < 0 for v in vs)}
+    paid = {n for (n, _), vs in values.items() if any(v > 0 for v in vs)}
+    out = []
+    for (name, gym), vs in sorted(values.items()):
+        if len(vs) < IDLE_MIN_TURNS or any(vs) or (name in charged and name not in paid):
+            continue
+        reads = {k: sum(bool(t.get(k)) for t in turns_of[gym]) for k in keys_read((sources or {}).get(name, ""))}
+        never = [k for k, n in reads.items() if n == 0]
+        why = (f": it reads {', '.join(reads)}, and no {gym} turn had {' or '.join(never)}" if never
+               else f": it reads {', '.join(reads)}, which its conditions never combined" if reads else "")
+        out.append(Finding(
+            "idle_module", gym,
+            f"reward module {name} paid nothing in {len(vs)} recent {gym} turns "
+            f"({eps_of[(name, gym)]} episodes){why}.",
+            {"module": name, "turns": len(vs), "episodes": eps_of[(name, gym)], "reads": reads}))
+    return out
+
+
+def find_farmed_credit(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Reward modules paying mostly for turns that repeat an earlier turn of their episode: the
+    policy farms the module (asking again for a fact already disclosed), not progressing. Judged
+    over the recent steps together and step by step, so one farmed step (a peak) shows too; two
+    paid repeats are enough, so a short run shows it from its second step on."""
+    by_module: dict[str, dict[str, Any]] = {}
+    for ep in episodes:
+        step = ep.get("step")
+        for t, rep in zip(_turns(ep), repeated_marks(_turns(ep))):
+            for name, v in (t.get("module_rewards") or {}).items():
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+                    continue
+                m = by_module.setdefault(name, {"total": 0.0, "on_rep": 0.0, "paid": 0, "reps": [],
+                                                "steps": {}, "gyms": {}})
+                m["total"] += v
+                m["paid"] += 1
+                s = m["steps"].setdefault(step, [0.0, 0.0, 0])
+                s[1] += v
+                if rep:
+                    m["on_rep"] += v
+                    m["reps"].append((t, v))
+                    s[0] += v
+                    s[2] += 1
+                    m["gyms"][ep.get("gym", "?")] = m["gyms"].get(ep.get("gym", "?"), 0) + 1
+    out = []
+    for name, m in sorted(by_module.items()):
+        share = m["on_rep"] / m["total"] if m["total"] else 0.0
+        per_step = {s: round(a / b, 3) for s, (a, b, _) in m["steps"].items() if b}
+        farmed_steps = sorted(s for s, (a, b, n) in m["steps"].items()    # step None: a record
+                              if s is not None and b and a / b >= HACK_SHARE  # without its step
+                              and n >= FARM_MIN_REPEATS)
+        if len(m["reps"]) < FARM_MIN_REPEATS or not (share >= HACK_SHARE or farmed_steps):
+            continue
+        gyms = ", ".join(f"{g} {n}" for g, n in sorted(m["gyms"].items()))
+        quotes = [f"{quote(t.get('agent'))} ({v:.2g})" for t, v in m["reps"][:2]]
+        peak = f", {per_step[farmed_steps[-1]]:.0%} at step {farmed_steps[-1]}" if farmed_steps else ""
+        out.append(Finding(
+            "reward_hack", next(iter(m["gyms"])) if len(m["gyms"]) == 1 else None,
+            f"{share:.0%} of the credit reward module {name} paid recently ({m['on_rep']:.2f} of "
+            f"{m['total']:.2f}{peak}) went to {len(m['reps'])} agent turns repeating an earlier "
+            f"turn of their episode ({gyms}): the policy farms it{_eg(quotes)}.",
+            {"module": name, "share": round(share, 3), "paid_turns": m["paid"],
+             "repeated_paid_turns": len(m["reps"]), "gyms": sorted(m["gyms"]),
+             "by_gym": m["gyms"], "steps": per_step, "farmed_steps": farmed_steps,
+             "examples": quotes}))
+    return out
+
+
+def effect_findings(effects: list[dict[str, Any]]) -> list[Finding]:
+    """Applied changes measured "inconclusive" over their window (no effect beyond the noise
+    floor): help that did not help is taken back (the built-in agent reverts them)."""
+    return [Finding("no_effect", None,
+                    f"commit {e['commit'][:10]} had no effect on {e.get('metric')} "
+                    f"({e.get('before')} -> {e.get('after')}, within the noise floor "
+                    f"{e.get('noise_floor')}).",
+                    {"commit": e["commit"], "metric": e.get("metric"), "delta": e.get("delta"),
+                     "window": e.get("window")})
+            for e in effects if e.get("label") == "inconclusive"]

@@ -1,0 +1,214 @@
+"""The built-in agent's remedies for episodes that make no progress, on hand-written trajectories:
+a worked example that shows the missing step, a reward for it paid at its first occurrence,
+easier disclosure while a gym is stuck at the turn cap (and harder again past 0.80), taking back
+what had no effect; and nothing committed that its own replay shows cannot work."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fakes"))
+from episodes import (ep, function_guess, tau_unidentified, travel_blind, travel_searching,  # noqa: E402
+                      turn, write_steps)
+from runlogs import ROOT, add_event, make_workspace, write_run  # noqa: E402
+
+from orchestrator import effects, gitops  # noqa: E402
+from orchestrator.agents import base  # noqa: E402
+from orchestrator.agents.base import SessionContext  # noqa: E402
+
+
+def usergym_exp(tmp_path, monkeypatch, by_step, metrics=None, steps=6, max_turns=None):
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp = tmp_path / "exp"
+    make_workspace(exp / "workspace")
+    run = write_run(exp / "run-001", steps, gym="travel", metric_fn=metrics)
+    write_steps(run, by_step)
+    config = {"gyms": []} | ({"rollout": {"max_turns": max_turns}} if max_turns else {})
+    (run / "config.json").write_text(json.dumps(config))
+    return exp
+
+
+def ctx(exp, session="s001"):
+    return SessionContext(agent="builtin", session_id=session, exp_dir=exp, workspace=exp / "workspace",
+                          run_dir=exp / "run-001", bench="usergym", experience_dir=exp.parent / "pool",
+                          skill_path=ROOT / "skills" / "eau" / "SKILL.md", window=2)
+
+
+def knobs(exp):
+    return json.loads((exp / "workspace" / "knobs.json").read_text())
+
+
+def last_msg(exp):
+    return gitops.message(exp / "workspace", "HEAD")
+
+
+def record(res):
+    return Path(res.transcript).read_text()
+
+
+def test_tau_is_shown_a_worked_example_that_identifies_the_user_first(tmp_path, monkeypatch):
+    """No shipped TauGym example calls find_user_id_by_name_zip: an invented one that does is put
+    first among the examples, so the one example shown takes the missing step."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    demos = json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
+    assert demos[0]["id"] == "eau-tau-identify-then-lookup" and len(demos) == 4
+    assert any("find_user_id_by_name_zip" in m["content"] for m in demos[0]["messages"])
+    assert knobs(exp)["env"]["tau"]["demonstrations"] == 1         # one shown: now this one
+    msg = last_msg(exp)
+    assert msg.startswith("Show tau a worked example that uses find_user_id_by_name_zip first")
+    assert "6 of 6 recent tau episodes never used find_user_id_by_name_zip" in msg
+    assert "Expect: score/tau rises." in msg
+
+
+def _run_module(src, turn_):
+    from training import rewards
+
+    _, _, _, worker = rewards.start_module("m", src)
+    try:
+        return worker.call("turn_reward", [turn_]).value
+    finally:
+        worker.close()
+
+
+def test_a_step_some_episodes_take_is_rewarded_once_at_its_first_occurrence(tmp_path, monkeypatch):
+    eps = {4: [travel_blind(), travel_blind()], 5: [travel_blind(), travel_searching()],
+           6: [travel_blind(), travel_blind()]}
+    exp = usergym_exp(tmp_path, monkeypatch, eps)
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["reward"]["modules"]["eau_step_travel_search"] == {"enabled": True, "weight": 1.0}
+    msg = last_msg(exp)
+    assert msg.startswith("Add step reward eau_step_travel_search: 0.1 at a travel episode's first [search]")
+    assert "Before committing: replayed on the recent trajectories, eau_step_travel_search pays " \
+           "1 of 12 recent travel turns (1 of 6 episodes)" in msg
+    assert "Expect: score/travel rises." in msg
+    src = (exp / "workspace" / "rewards" / "eau_step_travel_search.py").read_text()
+    assert _run_module(src, {"first_steps": ["search"]}) == 0.1
+    assert _run_module(src, {"agent": "[search] hotel", "first_steps": []}) == 0.0   # a second search
+
+
+def test_a_step_no_episode_takes_gets_no_reward_that_cannot_pay(tmp_path, monkeypatch):
+    """No travel episode searched: a reward for the first search would pay nothing, so it is not
+    committed (the record says why), and one more example that searches is shown instead."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [travel_blind(), travel_blind()] for s in (4, 5, 6)})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert "eau_step_travel_search" not in knobs(exp)["reward"]["modules"]
+    assert "eau_step_travel_search would pay nothing in travel (0 of 12 recent travel turns" in record(res)
+    assert knobs(exp)["env"]["travel"]["demonstrations"] == 2
+    assert last_msg(exp).startswith("Show travel one more worked example that uses [search] (1 -> 2)")
+
+
+def test_a_progress_reward_that_could_never_pay_in_function_is_not_committed(tmp_path, monkeypatch):
+    """The CPU demo's step-8 commit: eau_progress 'for function', which pays first disclosures,
+    while no function turn had one. Replayed, it pays nothing there: not committed."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [function_guess(), function_guess()] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"success/function": 0.0})
+    agent_commit(exp, "env.function.demonstrations", 3, "score/function rises.")   # all shown
+    res = base.run_session(ctx(exp))
+    assert "eau_progress" not in knobs(exp)["reward"]["modules"]
+    assert "eau_progress would pay nothing in function" in record(res)
+
+
+def asking_persuade(step):
+    """PersuadeGym's first training task, asked why three times, cut at the turn cap of 3."""
+    return ep("persuade", [turn("[action] Why do you believe that video games are good?"),
+                           turn("[action] What else makes you believe it?"),
+                           turn("[action] Why else?")], task="persuade-train-0000", step=step)
+
+
+def test_disclosure_is_eased_while_success_is_zero_at_the_cap_and_made_harder_past_080(tmp_path, monkeypatch):
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [asking_persuade(s), asking_persuade(s)] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"success/persuade": 0.0, "score/persuade": 0.0}, max_turns=3)
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["user"]["persuade"]["facts_per_reply"] == 2
+    msg = last_msg(exp)
+    assert msg.startswith("Ease disclosure in persuade: user.persuade.facts_per_reply 1 -> 2")
+    # three "why?" turns get the three concerns either way, two of them a turn sooner at two per
+    # reply: facts known after each turn, summed over 6 episodes, 1+2+3 -> 2+3+3
+    assert "the facts the symbolic user has disclosed, summed over the turns, go 36 -> 48" in msg
+    # past 0.80 (the gate's bar for a harder write): the worked example goes first, then the
+    # eased disclosure, one step per session (each once the one before it is measured)
+    with open(exp / "run-001" / "metrics.jsonl", "a") as fh:
+        for s in range(7, 17):
+            fh.write(json.dumps({"step": s, "success/persuade": 0.9, "score/persuade": 0.9}) + "\n")
+    add_event(exp / "run-001", event="applied", commit=res.commits[0], step=7)
+    effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)
+    base.run_session(ctx(exp, "s002"))
+    assert knobs(exp)["env"]["persuade"]["demonstrations"] == 0
+    base.run_session(ctx(exp, "s003"))
+    assert knobs(exp)["user"]["persuade"]["facts_per_reply"] == 1
+    assert last_msg(exp).startswith("Make persuade harder: user.persuade.facts_per_reply 2 -> 1")
+
+
+def test_easing_disclosure_that_would_disclose_nothing_more_is_not_committed(tmp_path, monkeypatch):
+    """The same stuck gym, but its turns ask nothing the user could answer ("Okay."): one more
+    fact per reply changes nothing, and the record says so."""
+    said = lambda s: ep("persuade", [turn("[action] Games are fun.") for _ in range(3)],  # noqa: E731
+                        task="persuade-train-0000", step=s)
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [said(s), said(s)] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"success/persuade": 0.0}, max_turns=3)
+    res = base.run_session(ctx(exp))
+    assert knobs(exp)["user"]["persuade"]["facts_per_reply"] == 1
+    assert "discloses no more with it than without it (0 fact-turns known either way)" in record(res)
+
+
+def agent_commit(exp, dotted, value, expect):
+    ws = exp / "workspace"
+    k = knobs(exp)
+    node = k
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    return gitops.commit_all(ws, f"Set {dotted}\n\nWhy: a test.\nExpect: {expect}\n", "builtin", "s000")
+
+
+def test_a_change_measured_no_effect_is_reverted_by_a_commit_that_says_so(tmp_path, monkeypatch):
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    sha = agent_commit(exp, "user.travel.match_threshold", 0.45, "score/travel rises.")
+    write_run(exp / "run-001", 12, gym="travel",
+              metric_fn=lambda s, r: {"score/travel": 0.2 + r.gauss(0, 0.01)})
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    msg = last_msg(exp)
+    assert msg.startswith(f"Revert {sha[:10]}: no effect on score/travel") and f"Reverts: {sha}" in msg
+    assert knobs(exp)["user"]["travel"]["match_threshold"] == 0.5
+    # taken back once: the next session neither reverts again nor makes the change again
+    res = base.run_session(ctx(exp, "s002"))
+    assert res.commits == []
+
+
+def test_a_persons_change_without_effect_stays(tmp_path, monkeypatch):
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    ws = exp / "workspace"
+    k = knobs(exp)
+    k["user"]["travel"]["match_threshold"] = 0.45
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    subprocess.run(["git", "-C", str(ws), "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam",
+                    "Mine\n\nWhy: a test\nExpect: score/travel rises"], check=True)
+    sha = gitops.head(ws)
+    write_run(exp / "run-001", 12, gym="travel", metric_fn=lambda s, r: {"score/travel": 0.2 + r.gauss(0, 0.01)})
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    effects.update_effects(exp, exp / "run-001", ws, 2)
+    res = base.run_session(ctx(exp))
+    assert res.commits == [] and knobs(exp)["user"]["travel"]["match_threshold"] == 0.45
+
+
+def test_a_second_worked_example_is_not_added_once_refusals_have_fallen(tmp_path, monkeypatch):
+    """The CPU demo's step 6: the three steps pooled showed refusals, the newest had none."""
+    refused = lambda: ep("travel", [turn("Sure, here is my plan", "Invalid action: start your message "  # noqa: E731
+                                         "with [search], [action] or [answer].", invalid_action=True)
+                                    for _ in range(3)])
+    exp = usergym_exp(tmp_path, monkeypatch, {4: [refused(), refused()], 5: [refused(), refused()],
+                                              6: [travel_searching(), travel_searching()]},
+                      metrics=lambda s, r: {"episode/invalid_rate": 1.0 if s < 6 else 0.0})
+    res = base.run_session(ctx(exp))
+    assert knobs(exp)["env"]["travel"]["demonstrations"] == 1
+    assert "Refusals fell to 0.00 at step 6" in record(res)
