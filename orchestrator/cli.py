@@ -38,7 +38,7 @@ COMMAND_MODULES = (
     run_cmds,           # start, status, stop, agents
     eval_cmds,          # eval, report
     prune_cmds,         # prune
-    compare_cmds,       # compare
+    compare_cmds,       # compare, compare-merge
     fork_cmds,          # fork
     warmstart_cmds,     # warmstart
 )

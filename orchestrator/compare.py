@@ -29,6 +29,14 @@ What happens, and why:
    number of seeds, n=1 where one seed gives no spread; the share of refused actions; the
    overall mean), and `report/` (`orchestrator report` of all the experiments: the paper's
    table and every run's curves with its interventions marked).
+4. `--eval-data-dir FOLDER` (UserRL's folder): the runs still train on the shipped tasks, and every
+   final checkpoint and the untrained model are evaluated once more on the bench's original test
+   files; results.json keeps those under "data_files" and RESULTS.md reports them apart.
+5. results.json keeps each evaluation's per-task results, and RESULTS.md gets, per set of
+   evaluations, bootstrap intervals per method, paired differences per pair of methods (in a
+   table and in words) and the per-gym table (orchestrator/compare_stats.py). `--first-seed K`
+   gives a later session other seeds, and `orchestrator compare-merge` merges the sessions'
+   results.json (orchestrator/compare_merge.py).
 A step that fails (a run that crashes, an evaluation that refuses) is recorded with its log file
 and the comparison goes on; the tables say which cells are missing and why.
 """
@@ -39,10 +47,11 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator import compare_stats
 from orchestrator.errors import UserError
 from orchestrator.gate_context import BENCH_GYMS, TRAIN_GYMS
 from training.config import ALGORITHMS
@@ -87,6 +96,12 @@ class CompareSpec:
     device: str = "auto"
     eval_args: tuple[str, ...] = ()       # passed to every `orchestrator eval`
     runs_dir: Path = Path("runs")
+    first_seed: int = 0                   # seeds first_seed .. first_seed+seeds-1 (another session's)
+    eval_data_dir: Path | None = None     # original test files every checkpoint is evaluated on too
+
+
+def seed_range(spec: CompareSpec) -> range:
+    return range(spec.first_seed, spec.first_seed + spec.seeds)
 
 
 @dataclass
@@ -113,12 +128,14 @@ def check_spec(spec: CompareSpec) -> None:
     if generic and spec.user_mode not in (None, "llm"):
         raise UserError(f"--user-mode {spec.user_mode} cannot apply to {generic[0]}, which trains "
                         f"against the LLM user alone (paper table 4): compare it in a run of its own.")
+    if spec.first_seed < 0:
+        raise UserError("--first-seed must be 0 or more.")
     if any(item.split("=", 1)[0].strip() == "algorithm.name" for item in spec.sets):
         raise UserError("--set algorithm.name would relabel every method: name the algorithm in "
                         "the method instead (e.g. --methods grpo,grpo-eau).")
     for m in spec.methods:
         if m in TRAINED:
-            exp = spec.runs_dir / f"{spec.name}-{m}-s0"
+            exp = spec.runs_dir / f"{spec.name}-{m}-s{spec.first_seed}"
             if (exp / "experiment.json").exists():
                 raise UserError(f"{exp} exists: a comparison starts fresh experiments; pick another "
                                 f"--name or remove the old ones.")
@@ -130,7 +147,7 @@ def _cli(spec: CompareSpec) -> list[str]:
 
 def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
-    for seed in range(spec.seeds):
+    for seed in seed_range(spec):
         for m in (m for m in spec.methods if m in TRAINED):
             algorithm, agent = TRAINED[m]
             exp = f"{spec.name}-{m}-s{seed}"
@@ -156,7 +173,7 @@ def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
 
 def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
-    for seed in range(spec.seeds):
+    for seed in seed_range(spec):
         for m in spec.methods:
             if m in PROMPTED:
                 target = str(spec.runs_dir / f"{spec.name}-{m}")
@@ -169,6 +186,20 @@ def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
             argv = _cli(spec) + ["eval", *head, "--seed", str(seed), "--device", spec.device,
                                  *spec.eval_args]
             jobs.append(Job("eval", m, seed, argv, logs / f"eval-{m}-s{seed}.log", extra={"exp": exp}))
+    return jobs
+
+
+def data_eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
+    """`--eval-data-dir`: every evaluation again on the bench's original test files, and the
+    untrained model's even where prompting is not among the methods (the runs train on the shipped
+    tasks, so the original files say whether what they learnt carries over, and against what)."""
+    if spec.eval_data_dir is None:
+        return []
+    methods = spec.methods if "prompting" in spec.methods else ("prompting", *spec.methods)
+    jobs = eval_jobs(replace(spec, methods=methods, eval_args=(
+        *spec.eval_args, "--data-dir", str(spec.eval_data_dir))), logs)
+    for job in jobs:
+        job.kind, job.log = "eval-data", job.log.with_name("data-" + job.log.name)
     return jobs
 
 
@@ -200,17 +231,25 @@ def run_jobs(jobs: list[Job], parallel: int, say=print, poll_s: float = 1.0) -> 
                 f"{'done' if job.rc == 0 else f'failed (exit {job.rc})'} in {job.seconds:.0f} s{tail}")
 
 
-def _eval_summary(spec: CompareSpec, exp: str, seed: int, started: float) -> dict[str, Any] | None:
-    """The newest evaluation summary of `exp` with this seed, written after `started`."""
+def _data_of(argv: list[str]) -> str:
+    """Which tasks an evaluation command reads, as its summary's "data" names them."""
+    return argv[argv.index("--data-dir") + 1] if "--data-dir" in argv else "shipped"
+
+
+def _eval_summary(spec: CompareSpec, exp: str, seed: int, started: float,
+                  data: str = "shipped") -> tuple[Path, dict[str, Any]] | None:
+    """The newest evaluation of `exp` with this seed on these tasks ("shipped" or the original
+    files' folder), written after `started`: its folder and summary."""
     found = []
     for f in (spec.runs_dir / exp / "eval").glob("*/summary.json"):
         try:
             s = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-        if s.get("seed") == seed and f.stat().st_mtime >= started - 1:
-            found.append((f.stat().st_mtime, s))
-    return max(found, key=lambda x: x[0])[1] if found else None
+        if (s.get("seed") == seed and s.get("data", "shipped") == data
+                and f.stat().st_mtime >= started - 1):
+            found.append((f.stat().st_mtime, f.parent, s))
+    return max(found, key=lambda x: x[0])[1:] if found else None
 
 
 def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any]:
@@ -220,21 +259,53 @@ def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any
         results["jobs"].append({"kind": job.kind, "method": job.method, "seed": job.seed,
                                 "rc": job.rc, "seconds": job.seconds, "log": str(job.log),
                                 "exp": job.extra.get("exp")})
-    for job in (j for j in jobs if j.kind == "eval"):
-        summary = _eval_summary(spec, job.extra["exp"], job.seed, started) if job.rc == 0 else None
-        entry = results["methods"].setdefault(job.method, {"seeds": {}})
+    results["data"] = _data_of(list(spec.eval_args))      # the tasks of the main tables
+    if spec.eval_data_dir is not None:
+        results["data_files"] = {"folder": str(spec.eval_data_dir), "methods": {}}
+    for job in (j for j in jobs if j.kind in ("eval", "eval-data")):
+        found = (_eval_summary(spec, job.extra["exp"], job.seed, started, _data_of(job.argv))
+                 if job.rc == 0 else None)
+        place = results["data_files"] if job.kind == "eval-data" else results
+        entry = place["methods"].setdefault(job.method, {"seeds": {}})
         entry["seeds"][str(job.seed)] = (
-            {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
-             "source": summary.get("source"), "step": summary.get("step"),
-             "demonstrations": summary.get("demonstrations")}
-            if summary else {"missing": job.extra.get("missing") or f"see {job.log}"})
+            seed_entry(*found) if found else
+            {"missing": job.extra.get("missing") or f"see {job.log}"})
     trained = trained_gyms(spec, jobs)
     held_out = [g for g in BENCH_GYMS.get(spec.bench, ()) if g not in trained]
     results["trained_gyms"], results["held_out_gyms"] = list(trained), held_out
-    groups = {"trained": list(trained), "held_out": held_out} if held_out else {}
-    for entry in results["methods"].values():
-        entry["aggregate"] = aggregate(entry["seeds"], groups)
+    add_aggregates(results)
     return results
+
+
+def seed_entry(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """What results.json keeps of one evaluation: its per-gym numbers, what it deviated from the
+    protocol by, and each task's result (compare_stats pairs methods task by task)."""
+    episodes = folder / "episodes.jsonl"
+    return {"per_gym": summary["per_gym"], "deviations": summary.get("deviations") or [],
+            "source": summary.get("source"), "step": summary.get("step"),
+            "demonstrations": summary.get("demonstrations"),
+            # the evaluation's tasks and user: compare-merge merges only alike evaluations
+            "protocol": {k: summary.get(k) for k in ("split", "data", "user_llm", "user_protocol")},
+            "tasks": compare_stats.task_rows(episodes) if episodes.exists() else {}}
+
+
+def add_aggregates(results: dict[str, Any]) -> None:
+    """Each method's aggregate (trained and held-out gyms apart) and the intervals and paired
+    differences (compare_stats), in each set of evaluations."""
+    trained, held_out = results["trained_gyms"], results["held_out_gyms"]
+    groups = {"trained": list(trained), "held_out": held_out} if held_out else {}
+    for place in (results, results.get("data_files")):
+        for entry in (place or {}).get("methods", {}).values():
+            entry["aggregate"] = aggregate(entry["seeds"], groups)
+    compare_stats.add_stats(results, agent_twins())
+
+
+def agent_twins() -> dict[str, str]:
+    """Each method with a meta-agent -> the method of its algorithm without one (eau -> ppo,
+    grpo-eau -> grpo): the pairs whose difference is the agent's effect."""
+    plain = {algo: m for m, (algo, agent) in TRAINED.items() if agent == "none"}
+    return {m: plain[algo] for m, (algo, agent) in TRAINED.items()
+            if agent != "none" and algo in plain}
 
 
 def trained_gyms(spec: CompareSpec, jobs: list[Job]) -> tuple[str, ...]:
@@ -354,6 +425,7 @@ def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) ->
         lines.append("| **overall** | " + " | ".join(
             cell(results["methods"][m]["aggregate"]["overall"].get(key)) for m in methods) + " |")
         lines.append("")
+    lines += compare_stats.render_sections(results)
     failed = [j for j in results["jobs"] if j["rc"] != 0]
     lines += ["## Jobs", "", "| job | method | seed | exit | seconds | log |", "| --- | --- | ---: | ---: | ---: | --- |"]
     for j in results["jobs"]:
@@ -370,12 +442,12 @@ def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in spec.__dict__.items()}
     (out / "compare.json").write_text(json.dumps(
-        {"command": command, "started": started, **{k: (str(v) if isinstance(v, Path) else v)
-                                                    for k, v in spec.__dict__.items()}}, indent=1) + "\n")
+        {"command": command, "started": started, **settings}, indent=1) + "\n")
     train = train_jobs(spec, logs)
     run_jobs(train, spec.parallel, say)
-    evals = eval_jobs(spec, logs)
+    evals = eval_jobs(spec, logs) + data_eval_jobs(spec, logs)
     for m in PROMPTED:
         (spec.runs_dir / f"{spec.name}-{m}").mkdir(parents=True, exist_ok=True)
     trained = {t.extra["exp"] for t in train if t.rc == 0}
@@ -385,6 +457,8 @@ def run_compare(spec: CompareSpec, command: str, say=print) -> Path:
     run_jobs([j for j in evals if j not in skipped], spec.parallel, say)
     results = collect(spec, train + evals, started)
     results["wall_s"] = round(time.time() - started, 1)
+    # the settings travel with the results: compare-merge checks that sessions can be merged
+    results["spec"] = {"command": command, **settings}
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     (out / "RESULTS.md").write_text(render_markdown(spec, results, command))
     exps = sorted({j.extra["exp"] for j in evals if j.rc == 0})

@@ -1,5 +1,6 @@
 """`orchestrator compare`: prompting, PPO and EAU from the same start, several seeds, held-out
-evaluation, one table (orchestrator/compare.py says what it runs and why)."""
+evaluation, one table (orchestrator/compare.py says what it runs and why); `orchestrator
+compare-merge`: several sessions' results as one table (orchestrator/compare_merge.py)."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.compare import METHODS, CompareSpec, run_compare
+from orchestrator.compare_merge import write_merged
 from orchestrator.errors import UserError
 from orchestrator.paths import runs_dir
 
@@ -25,6 +27,9 @@ def register(sub) -> None:
                         "grpo-eau: GRPO with the built-in agent; generic: table 4's generic "
                         "meta-agent between runs; react, reflexion: table 1's prompting rows)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
+    p.add_argument("--first-seed", type=int, default=0, metavar="K",
+                   help="seeds K..K+N-1 instead: another session's seeds, merged later with "
+                        "compare-merge (default 0)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
     p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")
     p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"),
@@ -61,9 +66,43 @@ def register(sub) -> None:
                    help="who answers in every trained run (see start --user-mode; paper table 3)")
     p.add_argument("--data-dir", default=None, metavar="FOLDER",
                    help="train and evaluate on the bench's original files instead of the shipped tasks")
+    p.add_argument("--eval-data-dir", default=None, metavar="FOLDER",
+                   help="train on the shipped tasks, and evaluate every final checkpoint and the "
+                        "untrained model on the bench's original test files too (e.g. UserRL's "
+                        "folder); RESULTS.md reports them apart from the held-out split")
     p.add_argument("--user-llm", default=None,
                    help="evaluation LLM user: default, a model folder, or none (symbolic arm only)")
     p.set_defaults(func=cmd_compare)
+    register_merge(sub)
+
+
+def register_merge(sub) -> None:
+    p = sub.add_parser(
+        "compare-merge", help="merge several compare sessions' results.json into one table",
+        description="Merge the raw results.json of several `orchestrator compare` sessions (other "
+                    "seeds, other methods or steps; the same bench, evaluation protocol and "
+                    "training setup) into OUT/results.json and OUT/RESULTS.md, with the intervals "
+                    "and paired differences recomputed over every seed.")
+    p.add_argument("out", metavar="OUT", help="folder for the merged results.json and RESULTS.md")
+    p.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="each session's results.json, or the folder holding it (runs/NAME)")
+    p.set_defaults(func=cmd_compare_merge)
+
+
+def cmd_compare_merge(args) -> int:
+    command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    out = write_merged(Path(args.out), [Path(r) for r in args.results], command)
+    print((out / "RESULTS.md").read_text())
+    print(f"results: {out}/RESULTS.md, {out}/results.json")
+    return 0
+
+
+def _folder(flag: str, value: str) -> Path:
+    folder = Path(value).expanduser().resolve()
+    if not folder.is_dir():
+        raise UserError(f"{flag} {value} is not a folder: give the folder of the bench's original "
+                        f"files.")
+    return folder
 
 
 def cmd_compare(args) -> int:
@@ -85,11 +124,11 @@ def cmd_compare(args) -> int:
     if args.user_llm:
         eval_args += ["--user-llm", args.user_llm]
     sets = list(args.set)
+    if args.data_dir and args.eval_data_dir:
+        raise UserError("--data-dir already trains and evaluates on the original files; "
+                        "--eval-data-dir is for training on the shipped tasks and evaluating on both.")
     if args.data_dir:                  # the same task files for training and for evaluation
-        folder = Path(args.data_dir).expanduser().resolve()
-        if not folder.is_dir():
-            raise UserError(f"--data-dir {args.data_dir} is not a folder: give the folder of the "
-                            f"bench's original files.")
+        folder = _folder("--data-dir", args.data_dir)
         sets.append(f"data.data_dir={json.dumps(str(folder))}")
         eval_args += ["--data-dir", str(folder)]
     root = runs_dir(args.runs_dir)
@@ -99,7 +138,9 @@ def cmd_compare(args) -> int:
                        window=args.window, max_lag=args.max_lag, user_mode=args.user_mode,
                        max_runs=args.max_runs,
                        parallel=args.parallel,
-                       device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root))
+                       device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root),
+                       first_seed=args.first_seed, eval_data_dir=(
+                           _folder("--eval-data-dir", args.eval_data_dir) if args.eval_data_dir else None))
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     out = run_compare(spec, command, say=lambda line: print(line, flush=True))
     print((out / "RESULTS.md").read_text())

@@ -239,3 +239,119 @@ def test_react_and_reflexion_are_prompting_rows_of_the_untrained_model(tmp_path)
         assert argv[argv.index("--prompting") + 1] == method and "--model" in argv
         assert argv[-2:] == ["--episodes", "1"]
     assert "--prompting" not in jobs["prompting"] and "--prompting" not in jobs["ppo"]
+
+
+def test_eval_data_dir_evaluates_every_method_and_the_untrained_model_on_the_original_files(tmp_path):
+    """Training reads the shipped tasks (no data.data_dir); each evaluation runs once on the
+    shipped test split and once on the original files, prompting's too though not asked for."""
+    from orchestrator.compare import CompareSpec, data_eval_jobs, eval_jobs, train_jobs
+
+    folder = tmp_path / "userrl"
+    spec = CompareSpec(name="d", bench="usergym", methods=("ppo", "eau"), seeds=2,
+                       eval_args=("--episodes", "1"), runs_dir=tmp_path, eval_data_dir=folder)
+    logs = tmp_path / "logs"
+    for job in train_jobs(spec, logs):
+        assert "--data-dir" not in job.argv and not any(a.startswith("data.data_dir") for a in job.argv)
+    plain, data = eval_jobs(spec, logs), data_eval_jobs(spec, logs)
+    assert not any("--data-dir" in j.argv for j in plain)
+    assert sorted((j.method, j.seed) for j in data) == [
+        ("eau", 0), ("eau", 1), ("ppo", 0), ("ppo", 1), ("prompting", 0), ("prompting", 1)]
+    for job in data:
+        assert job.kind == "eval-data" and job.argv[job.argv.index("--data-dir") + 1] == str(folder)
+        assert job.argv[job.argv.index("--episodes") + 1] == "1"
+        assert job.log.name.startswith("data-eval-")
+    assert {j.log for j in data}.isdisjoint({j.log for j in plain})
+    assert data_eval_jobs(CompareSpec(name="d", bench="usergym", runs_dir=tmp_path), logs) == []
+
+
+def _fake_eval(exp_dir, name, seed, data, success):
+    """An evaluation folder as training/evaluate.py writes it: summary.json and episodes.jsonl."""
+    folder = exp_dir / "eval" / name
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({
+        "seed": seed, "data": data, "split": "test", "source": "checkpoint", "step": 2,
+        "user_llm": "none", "user_protocol": "offline", "deviations": [],
+        "per_gym": {"travel": {"success": success, "score": success, "invalid_rate": 0.0}}}))
+    (folder / "episodes.jsonl").write_text(json.dumps({
+        "gym": "travel", "task_id": f"{data}-t0", "success": bool(success), "score": success,
+        "turns": [{"invalid_action": False}]}) + "\n")
+
+
+def test_collect_keeps_the_held_out_split_and_the_original_files_apart(tmp_path):
+    import time
+
+    from orchestrator.compare import CompareSpec, Job, collect
+
+    folder = str(tmp_path / "userrl")
+    spec = CompareSpec(name="d", bench="usergym", methods=("ppo",), seeds=1, runs_dir=tmp_path,
+                       eval_data_dir=tmp_path / "userrl")
+    started = time.time()
+    _fake_eval(tmp_path / "d-ppo-s0", "shipped", 0, "shipped", 1.0)
+    _fake_eval(tmp_path / "d-ppo-s0", "files", 0, folder, 0.0)
+    jobs = [Job("eval", "ppo", 0, ["eval"], tmp_path / "a.log", rc=0, extra={"exp": "d-ppo-s0"}),
+            Job("eval-data", "ppo", 0, ["eval", "--data-dir", folder], tmp_path / "b.log", rc=0,
+                extra={"exp": "d-ppo-s0"})]
+    results = collect(spec, jobs, started)
+    held, files = results["methods"]["ppo"]["seeds"]["0"], results["data_files"]["methods"]["ppo"]["seeds"]["0"]
+    assert held["tasks"] == {"travel/shipped-t0": {"success": 1.0, "score": 1.0, "env_reward": 0.0,
+                                                    "turns": 1, "refused": 0}}
+    assert list(files["tasks"]) == [f"travel/{folder}-t0"] and files["per_gym"]["travel"]["success"] == 0.0
+    assert held["protocol"]["data"] == "shipped" and files["protocol"]["data"] == folder
+    assert results["data_files"]["folder"] == folder and results["data"] == "shipped"
+    assert results["stats"]["methods"]["ppo"]["success"]["mean"] == 1.0
+    assert results["data_files"]["stats"]["methods"]["ppo"]["success"]["mean"] == 0.0
+
+
+def test_first_seed_gives_a_session_other_seeds(tmp_path):
+    from orchestrator.compare import CompareSpec, check_spec, eval_jobs, train_jobs
+
+    spec = CompareSpec(name="s", bench="usergym", methods=("prompting", "ppo"), seeds=2,
+                       first_seed=3, runs_dir=tmp_path)
+    train = train_jobs(spec, tmp_path)
+    assert [j.extra["exp"] for j in train] == ["s-ppo-s3", "s-ppo-s4"]
+    assert [j.argv[j.argv.index("--set") + 1] for j in train] == ["trainer.seed=3", "trainer.seed=4"]
+    assert sorted({j.argv[j.argv.index("--seed") + 1] for j in eval_jobs(spec, tmp_path)}) == ["3", "4"]
+    (tmp_path / "s-ppo-s3").mkdir()
+    (tmp_path / "s-ppo-s3" / "experiment.json").write_text("{}")
+    with pytest.raises(Exception, match="s-ppo-s3 exists"):
+        check_spec(spec)
+
+
+def test_eval_data_dir_refusals_are_one_sentence(tmp_path, capsys):
+    base = ["--runs-dir", str(tmp_path), "compare", "--bench", "usergym"]
+    assert main(base + ["--eval-data-dir", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "--eval-data-dir" in err and "is not a folder" in err and len(err.strip().splitlines()) == 1
+    assert main(base + ["--eval-data-dir", str(tmp_path), "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--data-dir already trains and evaluates" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow          # ~1 minute: one tiny training run, four evaluations
+def test_compare_evaluates_on_the_shipped_split_and_userrls_test_files(tmp_path, tiny_model_dir,
+                                                                        benchdata):
+    runs = tmp_path / "runs"
+    argv = ["--runs-dir", str(runs), "compare", "--bench", "usergym", "--name", "cmpd",
+            "--methods", "ppo", "--seeds", "1", "--steps", "1", "--preset", "cpu",
+            "--model", str(tiny_model_dir), "--device", "cpu",
+            "--set", "gyms=[\"intention\",\"telepathy\"]", "--set", "data.train_batch_size=2",
+            "--set", "rollout.n=1", "--set", "rollout.max_turns=2", "--set", "rollout.response_length=8",
+            "--set", "trainer.save_freq=0", "--set", "model.precision=fp32",
+            "--eval-episodes", "1", "--eval-max-turns", "2", "--eval-max-new-tokens", "4",
+            "--user-llm", "none", "--eval-data-dir", str(benchdata / "userrl")]
+    assert main(argv) == 0
+    results = json.loads((runs / "cmpd" / "results.json").read_text())
+    assert not _config(runs, "cmpd-ppo-s0")["data"].get("data_dir")      # trained on the shipped tasks
+    held, files = results["methods"], results["data_files"]["methods"]
+    assert set(held) == {"ppo"} and set(files) == {"prompting", "ppo"}     # the untrained model too
+    shipped_keys = set(held["ppo"]["seeds"]["0"]["tasks"])
+    for method in files:
+        keys = set(files[method]["seeds"]["0"]["tasks"])
+        assert keys and all("/userrl-" in k for k in keys) and not keys & shipped_keys
+        # UserRL ships no databases for travel and tau: left out, as `eval --data-dir` does
+        assert not {k.split("/")[0] for k in keys} & {"travel", "tau"}
+    md = (runs / "cmpd" / "RESULTS.md").read_text()
+    assert "## Uncertainty on the held-out split (the shipped test tasks)" in md
+    assert f"## The original test files ({benchdata / 'userrl'}), reported apart" in md
+    files_md = md.split("## The original test files")[1]
+    assert "| ppo − prompting |" in files_md and "Gyms left out: tau (" in files_md
