@@ -69,6 +69,8 @@ class RolloutStats:
     generate_s: float = 0.0
     env_s: float = 0.0
     turns: int = 0
+    patch_errors: int = 0        # the workspace's environment patches: failed calls this step
+    patch_calls: int = 0
 
 
 def render(tok, messages: list[dict[str, str]]) -> str:

@@ -309,9 +309,14 @@ class Trainer:
         # each process samples its own episodes, so its own stream (one process: today's seed)
         reseed(D.seed_for(seed, self.dist) % (2**31 - 1) if self.dist.active else seed)
         coefs = self.coefficients()
+        patches = self.live.snapshot.patches        # environment patches (training/env_patches.py)
+        before = (patches.errors, patches.calls) if patches is not None else (0, 0)
         with phase("eau/rollout"):
             episodes = self.make_episodes(step)
             stats = self._rollout(episodes)
+        if patches is not None:   # this step's calls of the workspace's patches, and failures
+            stats.patch_errors = patches.errors - before[0]
+            stats.patch_calls = patches.calls - before[1]
         # a SIGTERM may have reached some processes only: agree before the collective update
         if D.any_true(self.stop_requested, self.dist):
             self.stop_requested = True
@@ -381,7 +386,9 @@ class Trainer:
         st = RolloutStats(generated_tokens=sum(p[1].generated_tokens for p in parts),
                           generate_s=max(p[1].generate_s for p in parts),
                           env_s=max(p[1].env_s for p in parts),
-                          turns=sum(p[1].turns for p in parts))
+                          turns=sum(p[1].turns for p in parts),
+                          patch_errors=sum(p[1].patch_errors for p in parts),
+                          patch_calls=sum(p[1].patch_calls for p in parts))
         sc = rewards.ScoreStats.merged([p[2] for p in parts])
         return merged, st, sc, sum(p[3] for p in parts), max(p[4] for p in parts)
 
@@ -515,6 +522,8 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
                 # epochs, as verl counts throughput
                 "perf/update_tokens_per_s": update_tokens / max(update_s, 1e-9),
                 "perf/generated_tokens": stats.generated_tokens,
+                # a patch call that failed used the environment's own code for that turn
+                "env_patch/errors": stats.patch_errors, "env_patch/calls": stats.patch_calls,
                 "perf/peak_mem_mb": peak_mb})
     out.update(score_stats.metrics(len(records)))
     return out

@@ -114,6 +114,9 @@ def test_a_patch_repairs_a_planted_counter_bug_in_a_live_run(tmp_path, tiny_mode
     assert [t["asked_question"] for t in after] == repaired and any(repaired)
     rows = {r["step"]: r for r in metrics.read_lines(run / "metrics.jsonl")}
     assert rows[1]["episode/question_rate"] == 0.0 and rows[step]["episode/question_rate"] > 0
+    # each step says how often the patch was called and how often it failed
+    assert rows[1]["env_patch/calls"] == 0 and rows[step]["env_patch/calls"] >= len(after)
+    assert rows[step]["env_patch/errors"] == 0
 
 
 def test_the_skill_names_every_hook_and_where_patches_live():
