@@ -193,6 +193,12 @@ def _shared_patch(gym: str, source: str) -> tuple:
                    lambda _, src: env_patches.start_patch(gym, src))
 
 
+def shared_keys() -> frozenset[tuple[str, str]]:
+    """The (name, source digest) of every worker the live snapshots of this process share now."""
+    with _SHARED_LOCK:
+        return frozenset(_SHARED)
+
+
 def shared_workers() -> int:
     """How many reward module workers the live snapshots of this process share now."""
     with _SHARED_LOCK:
