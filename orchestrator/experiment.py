@@ -543,9 +543,13 @@ def user_mode_overrides(opts: StartOptions) -> dict[str, Any]:
     """The config the user mode needs: an LLM user in training wherever the LLM arm answers (the
     frozen reference policy, rollout.user_llm reference), unless the person chose one."""
     mode = "llm" if opts.skill == "generic" else opts.user_mode
-    if mode in (None, "symbolic"):
-        return {}
     chosen = opts.overrides.get("rollout.user_llm")
+    if mode is None:
+        return {}
+    if mode == "symbolic":
+        # the bench presets load an LLM user (config.GPU_USER_LLM); with every strategy_mix pinned
+        # to 1 it would never answer, so it is not loaded, unless the person asked for one
+        return {} if chosen else {"rollout.user_llm": "none"}
     if chosen == "none":
         raise UserError(f"user mode {mode} needs an LLM user in training, but --set "
                         f"rollout.user_llm=none removes it: drop that --set.")

@@ -366,6 +366,14 @@ _SECTIONS = {"DataConfig": DataConfig, "OptimConfig": OptimConfig, "ActorConfig"
 # activations. The CPU preset counts episodes (0): a CPU is compute-bound at any pass size.
 TOKEN_BUDGET = 16384
 
+# The bench presets train against the paper's epsilon mixture (section 4.1: the symbolic user with
+# probability user.<gym>.strategy_mix, 0.5 in the shipped knobs, else an LLM user), the LLM arm
+# being the frozen reference policy. Measured on the H200 (benchmarks/RESULTS-gpu.md, 64 UserGym
+# episodes x 10 turns x 128 tokens): a step of 12.9-16.4 s with it against 8.5-9.2 s symbolic
+# alone, since the LLM user decodes through its own KV engine, batched with the others. The CPU
+# preset stays symbolic: there an LLM reply costs seconds. `--set rollout.user_llm=none` drops it.
+GPU_USER_LLM = "reference"
+
 # Appendix C, Table 9 (UserGym | ColBench | tau2-bench); turns from section 5's episode limits.
 PRESETS: dict[str, dict[str, Any]] = {
     "usergym": {"bench": "usergym", "data": {"train_batch_size": 64},
@@ -374,21 +382,21 @@ PRESETS: dict[str, dict[str, Any]] = {
                           "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
                 "critic": {"ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET},
                 "rollout": {"n": 5, "max_turns": 16, "response_length": 1024,
-                            "max_episode_tokens": 8192}},
+                            "max_episode_tokens": 8192, "user_llm": GPU_USER_LLM}},
     "colbench": {"bench": "colbench", "data": {"train_batch_size": 64},
                  "actor": {"optim": {"lr": 3e-7}, "ppo_mini_batch_size": 16,
                            "ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET,
                            "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
                  "critic": {"ppo_micro_batch_size": 4, "ppo_max_token_len": TOKEN_BUDGET},
                  "rollout": {"n": 5, "max_turns": 10, "response_length": 1024,
-                             "max_episode_tokens": 8192}},
+                             "max_episode_tokens": 8192, "user_llm": GPU_USER_LLM}},
     "tau2": {"bench": "tau2", "data": {"train_batch_size": 32},
              "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 16,
                        "ppo_micro_batch_size": 2, "ppo_max_token_len": TOKEN_BUDGET,
                        "kl_loss_coef": 0.001, "entropy_coeff": 0.001},
              "critic": {"ppo_micro_batch_size": 2, "ppo_max_token_len": TOKEN_BUDGET},
              "rollout": {"n": 5, "max_turns": 50, "response_length": 1024,
-                         "max_episode_tokens": 16384}},
+                         "max_episode_tokens": 16384, "user_llm": GPU_USER_LLM}},
     # Fits a 2-core CPU: 4 episodes of at most 3 turns x 32 tokens (on the shared machine a
     # SmolLM2-135M step took minutes: benchmarks/trainer_bench.py); a larger lr so 8 steps move
     # the policy visibly (the paper's 3e-7 is tuned for 64 x 5 episodes on 4 GPUs).

@@ -69,7 +69,11 @@ def test_user_mode_symbolic_is_pinned_and_llm_modes_bring_an_llm_user(tmp_path):
     assert not verdict.accepted and any("strategy_mix" in r for r in verdict.reasons)
     assert user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="hybrid")) == \
         {"rollout.user_llm": "reference"}
-    assert user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="symbolic")) == {}
+    # symbolic pins every strategy_mix to 1: the presets' LLM user would never answer, so none loads
+    assert user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="symbolic")) == \
+        {"rollout.user_llm": "none"}
+    assert user_mode_overrides(StartOptions(bench="usergym", agent="none", user_mode="symbolic",
+                                            overrides={"rollout.user_llm": "reference"})) == {}
     assert user_mode_overrides(StartOptions(bench="usergym", agent="none", skill="generic")) == \
         {"rollout.user_llm": "reference"}
     with pytest.raises(UserError, match="needs an LLM user in training, but --set rollout.user_llm=none"):

@@ -18,12 +18,15 @@ def test_appendix_c_presets(bench, batch, lr, turns, mini):
     assert cfg.rollout.n == 5 and cfg.actor.ppo_mini_batch_size == 16
     assert cfg.actor.ppo_micro_batch_size == mini
     assert cfg.actor.kl_loss_coef == 0.001 and cfg.actor.entropy_coeff == 0.001
+    # section 4.1's epsilon mixture: the bench presets load an LLM user for the llm arm
+    assert cfg.rollout.user_llm == "reference"
 
 
 def test_cpu_preset_is_small_and_round_trips(tmp_path):
     cfg = resolve("UserGym", "cpu", {"trainer.total_steps": 7, "gyms": ["travel"]})
     assert cfg.bench == "usergym" and cfg.episodes_per_step <= 8
     assert cfg.rollout.response_length <= 64 and cfg.trainer.total_steps == 7
+    assert cfg.rollout.user_llm == "none"          # the CPU demo trains against the symbolic user
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg.to_dict()))
     assert Config.load(path) == cfg
