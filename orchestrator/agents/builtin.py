@@ -193,19 +193,19 @@ class Planner:
         where its remedies' replays have said why already (`said`) and nothing more is known."""
         if f.kind == "deadlock" and f.evidence.get("at_rollout_cap"):
             cap = diagnostics.rollout_turn_cap(run_dir)
-            return (f"{f.message} Every such episode ends at the trainer's rollout.max_turns {cap} "
-                    f"(config.json), which no workspace file moves: a new run with a larger "
-                    f"--set rollout.max_turns is needed.")
+            return (f"Every such episode ends at the trainer's rollout.max_turns {cap} (config.json), "
+                    f"which no workspace file moves, so a new run with a larger --set "
+                    f"rollout.max_turns is needed: {f.message}")
         if f.kind == "restated_prompt":
-            return (f"{f.message} No remedy of the built-in agent's kinds targets it: the examples "
-                    f"shown ask questions of their own, and a turn's record lacks the prompt a "
-                    f"reward module would compare it with.")
+            return (f"No remedy of the built-in agent's kinds targets it (the examples shown ask "
+                    f"questions of their own, and a turn's record lacks the prompt a reward module "
+                    f"would compare it with): {f.message}")
         if f.kind == "module_errors":
-            return (f"{f.message} The experiment switches the module off once half its calls "
-                    f"fail (orchestrator/reward_guard.py); its code is for a person to fix.")
+            return (f"The experiment switches the module off once half its calls fail "
+                    f"(orchestrator/reward_guard.py), and its code is for a person to fix: {f.message}")
         if said:
             return None
-        return f"{f.message} No remedy within the knobs' limits (or its knobs are still being measured)."
+        return f"No remedy within the knobs' limits, or its knobs are still being measured: {f.message}"
 
     # ---- invalid actions: help the policy find the format, and take the help back
     def demo_examples(self, gym: str) -> int:
@@ -225,8 +225,8 @@ class Planner:
         steps, and the CPU demo once added a second example at step 6 with refusals at 0.00."""
         latest = self._latest_refusals(f.gym)
         if latest is not None and latest[1] < diagnostics.INVALID_FRAC:
-            self.unremedied.append(f"{f.message} Refusals fell to {latest[1]:.2f} at step {latest[0]}: "
-                                   f"the worked examples shown already work, so none is added.")
+            self.unremedied.append(f"Refusals fell to {latest[1]:.2f} at step {latest[0]}, so no worked "
+                                   f"example is added (those shown already work): {f.message}")
             return None
         # every gym some refusal finding names (one remedy, one cause), and the run's gyms whose
         # refusals no finding judged (too few recent turns, or not sampled lately): they have not
@@ -239,8 +239,12 @@ class Planner:
             gyms += [g.gym] if g.gym else [x for x, rate in by_gym.items()
                                            if rate >= diagnostics.INVALID_FRAC]
         gyms = [g for g in self.gyms if g in gyms]
-        if any(f"env.{g}.demonstrations" in self.busy for g in gyms):
-            self.waiting = f"{f.message} The worked examples just shown are still being measured."
+        busy = [g for g in gyms if f"env.{g}.demonstrations" in self.busy]
+        if busy:
+            # the reason first: a session line keeps its first sentences (orchestrator/sentences.py)
+            # and the CPU demo's s002 line once showed only the stale finding
+            self.waiting = (f"The worked examples just shown to {', '.join(busy)} are still being "
+                            f"measured, so none is added meanwhile: {f.message}")
             return None     # one cause at a time
         writes = {}
         for gym in gyms:
@@ -628,7 +632,7 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
     log += [f"left alone: {why}" for why in planner.unremedied]
     if act is None:
         if planner.unremedied:        # a finding is never answered with "nothing to change"
-            summary = f"no remedy for: {planner.unremedied[0]}"
+            summary = f"left alone: {planner.unremedied[0]}"
         else:
             log.append("no intervention: no finding in the recent steps.")
             summary = "nothing to change: no finding in the recent steps"

@@ -212,3 +212,19 @@ def test_a_second_worked_example_is_not_added_once_refusals_have_fallen(tmp_path
     res = base.run_session(ctx(exp))
     assert knobs(exp)["env"]["travel"]["demonstrations"] == 1
     assert "Refusals fell to 0.00 at step 6" in record(res)
+
+
+def test_a_session_waiting_on_its_worked_example_says_so_first(tmp_path, monkeypatch):
+    """The CPU demo's s002: refusals still pooled from before the example was applied; the
+    session line (whose first sentences are all `status` keeps) leads with why nothing is added."""
+    refused = lambda: ep("travel", [turn("Sure, here is my plan", "Invalid action: start your message "  # noqa: E731
+                                         "with [search], [action] or [answer].", invalid_action=True)
+                                    for _ in range(3)])
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [refused(), refused()] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"episode/invalid_rate": 1.0})
+    first = base.run_session(ctx(exp))
+    assert first.commits and knobs(exp)["env"]["travel"]["demonstrations"] == 2
+    second = base.run_session(ctx(exp, "s002"))
+    assert second.commits == [] and knobs(exp)["env"]["travel"]["demonstrations"] == 2
+    assert second.reason.startswith("left alone: The worked examples just shown to travel"), second.reason
+    assert "are still being measured, so none is added meanwhile: 100% of recent travel" in second.reason
