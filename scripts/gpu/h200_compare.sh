@@ -1,0 +1,41 @@
+#!/bin/bash
+# A comparison on the lent H200 that outlives one device call (10 minutes at most): started
+# detached, then polled in back-to-back calls, its results packed into $OUT at the end.
+# Run from the repository root on the device machine, after ../shared/gpu/prepare.sh's two
+# staging calls (PYTHONPATH=/tmp/site holds what the device lacks):
+#   bash scripts/gpu/h200_compare.sh start --bench usergym --methods ... (orchestrator compare's arguments)
+#   bash scripts/gpu/h200_compare.sh poll 540      # waits up to 540 s; packs $OUT once it ended
+#   bash scripts/gpu/h200_compare.sh collect       # packs $OUT now, ended or not
+# What comes back (the device returns at most 8 files of 16 MiB): the log, runs/ without
+# checkpoints or trajectories (results.json, RESULTS.md, report/, ledgers, workspaces, metrics),
+# and the trajectories of steps 12 and 24 of every run, which the closing notes quote.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+log=/tmp/h200_compare.log
+running() { pgrep -f "orchestrator.cli compare" > /dev/null; }
+pack() {
+  [ -n "${OUT:-}" ] || { echo "OUT is not set: run this through the device tool"; return 1; }
+  cp "$log" "$OUT/" 2>/dev/null
+  tar czf "$OUT/runs.tgz" --exclude='checkpoints' --exclude='*.safetensors' --exclude='*.pt' \
+      --exclude='trajectories' runs/ 2>/dev/null
+  tar czf "$OUT/trajectories.tgz" $(ls runs/*/run-*/trajectories/step-0000{12,24}.jsonl 2>/dev/null) 2>/dev/null
+  ls -la "$OUT"
+}
+case "${1:-}" in
+  start)
+    shift
+    running && { echo "a comparison is running already"; exit 1; }
+    nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
+    setsid nohup python3 -m orchestrator.cli compare --device cuda "$@" > "$log" 2>&1 < /dev/null &
+    sleep 20; tail -5 "$log";;
+  poll)
+    end=$((SECONDS + ${2:-540}))
+    while running && [ $SECONDS -lt $end ]; do sleep 15; done
+    tail -c 2500 "$log"
+    for m in runs/*/run-*/metrics.jsonl; do [ -f "$m" ] && echo "$m: $(wc -l < "$m") steps"; done
+    nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
+    running && echo "still running" || { echo "ended"; pack; };;
+  collect) pack;;
+  *) echo "usage: h200_compare.sh start COMPARE-ARGS... | poll [SECONDS] | collect"; exit 2;;
+esac
