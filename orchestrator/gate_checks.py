@@ -254,6 +254,20 @@ def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateCon
     return reasons
 
 
+def knob_write_reasons(writes: dict[str, tuple[Any, Any]], schema: dict,
+                       ctx: GateContext) -> list[str]:
+    """The reasons check_knobs would give for knob writes {path: (old, new)} alone (delta,
+    harder direction, the run's turn cap and LLM users), before any commit exists: a meta-agent
+    that asks first does not commit what the gate refuses (the CPU run of 2026-12-05 tried to
+    take back a worked example, 2 -> 1, at each of two sessions, refused both times as harder
+    while success was 0)."""
+    reasons = []
+    for path, (old, new) in writes.items():
+        reasons += _knob_change_reasons(path, old, new, schema_node(schema, path), ctx)
+    changes = [{"path": p, "old": o, "new": n} for p, (o, n) in writes.items()]
+    return reasons + gate_knobs.llm_only_reasons(changes, ctx)
+
+
 def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
                 ctx: GateContext) -> tuple[list[str], list[dict]]:
     """Schema, ranges, per-write deltas, harder direction, semantic cross-checks; and the changes."""

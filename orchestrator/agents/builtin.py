@@ -172,12 +172,15 @@ class Planner:
         return None
 
     def vetted(self, candidates: list[Intervention | None]) -> Intervention | None:
-        """The first candidate whose replay on the recent trajectories shows it can work
-        (orchestrator.agents.remedies.vet); each one dropped is recorded with the reason."""
+        """The first candidate the gate would accept (gate_refusal) and whose replay on the recent
+        trajectories shows it can work (orchestrator.agents.remedies.vet); each one dropped is
+        recorded with the reason."""
         for act in candidates:
             if act is None or act.subject in self._dropped:
                 continue
-            why_not, shown = remedies.vet(self, act, self.episodes, self.bench)
+            why_not = self.gate_refusal(act)
+            if not why_not:
+                why_not, shown = remedies.vet(self, act, self.episodes, self.bench)
             if why_not:
                 self._dropped.add(act.subject)
                 self.unremedied.append(why_not)
@@ -187,6 +190,25 @@ class Planner:
             self._vetted.add(id(act))
             return act
         return None
+
+    def gate_refusal(self, act: Intervention) -> str:
+        """Why the gate would refuse the intervention's knob writes, in its own words (its first
+        reason), or "": asked before committing, as the gate's per-knob checks need no commit.
+        Outside an experiment (a bare workspace) nothing is known, and the gate judges alone."""
+        from orchestrator import gate_checks
+        from orchestrator.gate_context import GateContext
+
+        exp_dir = self.ws.parent
+        if not act.knobs or not (exp_dir / "experiment.json").exists():
+            return ""
+        writes = {p: (self.value(p), v) for p, v in act.knobs.items()}
+        reasons = gate_checks.knob_write_reasons(writes, self.schema or {},
+                                                 GateContext.for_experiment(exp_dir))
+        if not reasons:
+            return ""
+        first = reasons[0].removeprefix("knobs.json: ")
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        return f"{act.subject}: not committed, because the gate would refuse it: {first}{more}"
 
     def why_not(self, f: Finding, run_dir: Path, said: bool = False) -> str | None:
         """One line: a finding this session leaves alone, and why (the session's summary); None

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fakes"))
 from episodes import (ep, function_guess, tau_unidentified, travel_blind, travel_searching,  # noqa: E402
                       turn, write_steps)
@@ -228,3 +230,28 @@ def test_a_session_waiting_on_its_worked_example_says_so_first(tmp_path, monkeyp
     assert second.commits == [] and knobs(exp)["env"]["travel"]["demonstrations"] == 2
     assert second.reason.startswith("left alone: The worked examples just shown to travel"), second.reason
     assert "are still being measured, so none is added meanwhile: 100% of recent travel" in second.reason
+
+
+@pytest.mark.parametrize("success,taken_back", [(0.0, False), (0.9, True)])
+def test_a_revert_the_gate_would_refuse_as_harder_is_not_committed(tmp_path, monkeypatch, success, taken_back):
+    """The CPU run of 2026-12-05: a second worked example measured "no effect" was taken back
+    (2 -> 1, harder) at two sessions running, the gate refusing it each time while success was 0.
+    The session asks the gate's own knob checks first: below success 0.80 the example stays and
+    the record says why; past it the revert is committed."""
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    (exp / "experiment.json").write_text(json.dumps({"bench": "usergym"}))
+    before = knobs(exp)["env"]["travel"]["demonstrations"]
+    sha = agent_commit(exp, "env.travel.demonstrations", before + 1, "episode/invalid_rate falls.")
+    write_run(exp / "run-001", 12, gym="travel",
+              metric_fn=lambda s, r: {"episode/invalid_rate": 0.1 + r.gauss(0, 0.01),
+                                      "success/travel": success})
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
+    res = base.run_session(ctx(exp))
+    if taken_back:
+        assert knobs(exp)["env"]["travel"]["demonstrations"] == before and f"Reverts: {sha}" in last_msg(exp)
+    else:
+        assert knobs(exp)["env"]["travel"]["demonstrations"] == before + 1
+        assert all("Reverts:" not in gitops.message(exp / "workspace", c) for c in res.commits)
+        assert (f"not committed, because the gate would refuse it: env.travel.demonstrations "
+                f"{before + 1} -> {before} makes travel harder") in record(res)
