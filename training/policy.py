@@ -136,6 +136,7 @@ class Models:
     critic_train: nn.Module | None = None     # the critic wrapped by DDP / FSDP
     rollout_policy: nn.Module | None = None   # plain whole-weight policy that generates
     autocast_dtype: torch.dtype | None = torch.bfloat16   # training passes (None: plain fp32)
+    vllm: Any = None       # rollout.backend vllm: the colocated VLLMEngine (training/vllm_backend.py)
 
     def logprobs(self, input_ids, attention_mask, response_mask, *, temperature: float = 1.0,
                  with_entropy: bool = False):
