@@ -176,7 +176,8 @@ class RolloutConfig:
 @dataclass(frozen=True)
 class ModelConfig:
     path: str = ""
-    """A local Hugging Face folder or a cached hub id; "" = the packaged SmolLM2-135M-Instruct."""
+    """A local Hugging Face folder or a hub id ("Qwen/Qwen3-4B", fetched at start when online,
+    else from the hub's cache); "" = the packaged SmolLM2-135M-Instruct."""
     lora_rank: int = 0
     """0 = full fine-tuning (the default, DESIGN.md); > 0 = LoRA adapters of this rank (peft)."""
     lora_alpha: int = 16
