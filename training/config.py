@@ -94,6 +94,7 @@ class CriticConfig:
 
 
 ALGORITHMS = ("ppo", "grpo", "infopo")
+ROLLOUT_BACKENDS = ("kv", "vllm")
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,22 @@ class RolloutConfig:
     {"kind": "http", "base_url": URL, "model": NAME, "api_key_env": VAR, "timeout_s": 30,
     "retries": 2} (an OpenAI-compatible server; the key is read from the variable named, never
     stored). Any entry makes the LLM arm live, as user_llm "reference" does."""
+    backend: str = "kv"
+    """Who decodes the policy's turns: "kv", the project's KV engine (training/kvengine.py; the
+    environment variable EAU_ROLLOUT_BACKEND=graph|plain swaps in its older decoders, for
+    benchmarks), or "vllm", a vLLM engine colocated with the trainer on its GPU, asleep during
+    the update and given the policy's weights after it (training/vllm_backend.py; needs vLLM,
+    not yet run on a GPU by this project)."""
+    gpu_memory_utilization: float = 0.5
+    """backend "vllm" only: the share of the GPU's memory vLLM may take for its copy of the
+    weights and its KV cache (vLLM's own `gpu_memory_utilization`; appendix C, Table 9: 0.5)."""
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     path: str = ""
-    """A local Hugging Face folder or a cached hub id; "" = the packaged SmolLM2-135M-Instruct."""
+    """A local Hugging Face folder or a hub id ("Qwen/Qwen3-4B", fetched at start when online,
+    else from the hub's cache); "" = the packaged SmolLM2-135M-Instruct."""
     lora_rank: int = 0
     """0 = full fine-tuning (the default, DESIGN.md); > 0 = LoRA adapters of this rank (peft)."""
     lora_alpha: int = 16
@@ -275,6 +286,14 @@ class Config:
             (self.algorithm.info_gate_temperature > 0,
              "algorithm.info_gate_temperature must be above 0"),
             (self.rollout.user_llm in ("none", "reference"), "rollout.user_llm must be none or reference"),
+            (self.rollout.backend in ROLLOUT_BACKENDS,
+             f"rollout.backend must be one of {', '.join(ROLLOUT_BACKENDS)} (EAU_ROLLOUT_BACKEND="
+             "graph|plain picks the KV engine's older decoders, for benchmarks)"),
+            (0.0 < self.rollout.gpu_memory_utilization < 1.0,
+             "rollout.gpu_memory_utilization must lie between 0 and 1 (a share of the GPU)"),
+            (self.rollout.backend != "vllm" or self.trainer.parallel == "none",
+             "rollout.backend vllm runs in one process: set trainer.parallel to none (each "
+             "process of a ddp/fsdp run would start an engine of its own on its GPU)"),
             (_user_llms_problem(self.rollout.user_llms) is None,
              _user_llms_problem(self.rollout.user_llms) or ""),
             (self.model.device in ("auto", "cpu", "cuda"), "model.device must be auto, cpu or cuda"),
@@ -462,10 +481,12 @@ TABLE9_LEFT_OUT: dict[str, str] = {
                      "(rollout.max_episode_tokens) counts the prompt with the turns, and "
                      "training/budget.py refuses at start a prompt that would spend it",
     "rollout engine": "vLLM: the trainer generates with its own KV engine (training/kvengine.py) "
-                      "or Hugging Face generate; the vLLM backend is optional and untested here",
+                      "by default; rollout.backend vllm is the optional vLLM engine, not yet run "
+                      "on a GPU here",
     "Log prob micro batch size per GPU": "4 | 4 | 2: log-prob passes are cut by the token budget "
                                          "actor.ppo_max_token_len (TOKEN_BUDGET) instead",
-    "GPU utilization": "0.5: the share of GPU memory vLLM's cache takes, a setting of vLLM alone",
+    "GPU utilization": "0.5: the share of GPU memory vLLM takes, a setting of vLLM alone; "
+                       "rollout.gpu_memory_utilization (default 0.5) under rollout.backend vllm",
     "GPUs per node": "4: a preset assumes no machine; trainer.nproc_per_node stays 1, and "
                      "trainer.parallel with trainer.nproc_per_node spreads a run over several GPUs",
     "Total epochs": "2: the trainer counts PPO steps (trainer.total_steps), not passes over the "

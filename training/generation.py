@@ -15,7 +15,8 @@ Backends (chosen by `make_generator(model, tokenizer, backend=...)`):
             graph and replayed; the host looks at the `done` flags only every `check_every` steps.
             On the CPU the same loop runs eagerly (that is how its greedy equality with "plain" is
             tested without a GPU).
-- "vllm":   training/vllm_backend.py (optional; needs vLLM installed).
+- "vllm":   a vLLM engine holding the model's weights (training/vllm_backend.py; optional, needs
+            vLLM installed, not yet run on a GPU here).
 "auto" is "graph" on CUDA and "plain" elsewhere.
 
 Memory (so that an evaluation fits the GPU): the graph backend's memory grows with batch x context,

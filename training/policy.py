@@ -34,9 +34,18 @@ class ModelLoadError(ValueError):
     """The model asked for is not on this machine; the message says how to get it."""
 
 
+# what a model folder needs from the hub: config, tokenizer files, chat template, safetensors
+# weights (not .bin/.pth/.gguf copies some repositories also hold)
+HUB_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja"]
+FOLDER_HINT = ("give a local folder holding its config.json and weights, or leave the model "
+               "unset for the embedded SmolLM2-135M-Instruct")
+
+
 def resolve_model_path(path: str) -> str:
-    """A loadable model folder or cached hub id; "" means the packaged SmolLM2-135M-Instruct."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")          # never download during a run
+    """A loadable model folder: "" is the packaged SmolLM2-135M-Instruct; a folder must hold
+    config.json; anything else is a Hugging Face hub id ("Qwen/Qwen3-4B"), fetched into the
+    hub's cache as transformers would fetch it (`hub_folder`). Everything after loads from the
+    folder returned, so nothing is downloaded later in a run."""
     if not path:
         from training.smollm2 import ModelNotFound, model_dir
         try:
@@ -48,15 +57,47 @@ def resolve_model_path(path: str) -> str:
             raise ModelLoadError(f"{path} holds no config.json: point model.path at a Hugging Face "
                                  "model folder (save_pretrained output).")
         return path
-    from transformers import AutoConfig
+    if path.startswith(("/", "./", "../", "~")) or Path(path).exists():
+        raise ModelLoadError(f"there is no model folder at {path}: {FOLDER_HINT}.")
+    return hub_folder(path)
+
+
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE as huggingface_hub reads it (1/ON/YES/TRUE), at call time: the hub reads
+    it once at import, which a test or a caller setting it later would miss."""
+    from huggingface_hub import constants
+
+    env = os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
+    return env or bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_folder(repo_id: str) -> str:
+    """The local snapshot folder of hub model `repo_id`: downloaded when online (HUB_PATTERNS
+    only), the cached copy offline; a model that cannot be had is one sentence naming why."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (GatedRepoError, HFValidationError, LocalEntryNotFoundError,
+                                        RepositoryNotFoundError, RevisionNotFoundError)
+
+    offline = hub_offline()
     try:
-        AutoConfig.from_pretrained(path, local_files_only=True)
-    except (OSError, ValueError):
-        raise ModelLoadError(
-            f"model {path!r} is neither a local folder nor in the Hugging Face cache: run "
-            f"`huggingface-cli download {path}` on a machine with network, or set model.path to a "
-            "local folder (runs are offline, HF_HUB_OFFLINE=1).") from None
-    return path
+        folder = snapshot_download(repo_id, allow_patterns=HUB_PATTERNS, local_files_only=offline)
+    except HFValidationError:
+        raise ModelLoadError(f"{repo_id!r} is neither a model folder here nor a Hugging Face hub "
+                             f"id (owner/name): {FOLDER_HINT}.") from None
+    except (GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError):
+        raise ModelLoadError(f"the Hugging Face hub has no model {repo_id!r} this machine may "
+                             "read (not found, private or gated): check the id or log in with "
+                             f"`hf auth login`, or {FOLDER_HINT}.") from None
+    except (LocalEntryNotFoundError, OSError) as exc:
+        first = (str(exc).splitlines() or [""])[0].removeprefix("Got: ")[:120].rstrip(".")
+        why = "HF_HUB_OFFLINE is set and it is not in the hub's cache" if offline else \
+            f"no connection to the hub: {first}"
+        raise ModelLoadError(f"model {repo_id!r} could not be fetched from the Hugging Face hub "
+                             f"({why}): {FOLDER_HINT}.") from None
+    if not any(Path(folder).glob("*.safetensors")):
+        raise ModelLoadError(f"hub model {repo_id!r} has no safetensors weights (only .bin or "
+                             f"other formats, which are not fetched): {FOLDER_HINT}.")
+    return folder
 
 
 def cpu_has_native_bf16() -> bool:
@@ -136,6 +177,7 @@ class Models:
     critic_train: nn.Module | None = None     # the critic wrapped by DDP / FSDP
     rollout_policy: nn.Module | None = None   # plain whole-weight policy that generates
     autocast_dtype: torch.dtype | None = torch.bfloat16   # training passes (None: plain fp32)
+    vllm: Any = None       # rollout.backend vllm: the colocated VLLMEngine (training/vllm_backend.py)
 
     def logprobs(self, input_ids, attention_mask, response_mask, *, temperature: float = 1.0,
                  with_entropy: bool = False):

@@ -1,5 +1,5 @@
 """Cutting a generated row at its first stop id: the rule every generation backend follows
-(training.generation's backends, and training.vllm_backend's server mode, whose replies run on).
+(training.generation's backends, and training.vllm_backend on the rows vLLM returns).
 
 A leaf module, so that training.generation (which builds the vLLM backend) and
 training.vllm_backend (which needs this rule) both import it at the top instead of each other

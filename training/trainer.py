@@ -52,6 +52,7 @@ boundary, never mid-step. With one process (no torchrun, or world size 1) nothin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import importlib
 import importlib.util
@@ -73,9 +74,10 @@ from training import hold as hold_mod
 from training.benches import TaskDataError, load_bench_tasks, train_gyms
 from training.config import Config, ConfigError
 from training.policy import ModelLoadError, load_models
-from training.rollout import Episode, RolloutStats, rollout, start_episode
+from training.rollout import Episode, RolloutStats, engine_logprobs, rollout, start_episode
 from training.users.llm import LLMUserConfigError, run_users
 from training.update import collate, ppo_update, score_batch
+from training.vllm_backend import VLLMStartError
 
 
 def load_bench(name: str):
@@ -140,6 +142,9 @@ class Trainer:
         self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed,
                                   device=self.dist.device if self.dist.active else None,
                                   critic=self.has_critic)
+        if self.cfg.rollout.backend == "vllm":     # before the users: it may serve the LLM user
+            from training.vllm_backend import start_engine
+            self.models.vllm = start_engine(self.cfg, self.models, self.files.dir)
         try:
             self.llm = run_users(self.cfg, self.models)
         except LLMUserConfigError as exc:
@@ -324,7 +329,7 @@ class Trainer:
         with phase("eau/rewards"):
             records, turn_rewards, score_stats = self._score(episodes)
             batch = collate(episodes, turn_rewards, self.models.tokenizer.pad_token_id,
-                            [ep.observations() for ep in episodes])
+                            [ep.observations() for ep in episodes], engine_logprobs(episodes))
         t_update = time.perf_counter()
         total = self.cfg.episodes_per_step if self.dist.active else None
         with phase("eau/score_batch"):
@@ -347,13 +352,20 @@ class Trainer:
         return out
 
     def _rollout(self, episodes: list[Episode]) -> RolloutStats:
-        """Play this process's episodes to their end (or to a requested stop)."""
+        """Play this process's episodes to their end (or to a requested stop). Under
+        rollout.backend vllm the engine wakes with the policy's weights first and sleeps again
+        after, so the update has its memory (training/vllm_backend.py)."""
         self._sync_rollout_policy()
         r = self.cfg.rollout
-        return rollout(self.models, episodes, max_turns=r.max_turns,
-                       response_length=r.response_length, temperature=r.temperature,
-                       top_p=r.top_p, max_episode_tokens=r.max_episode_tokens,
-                       should_stop=lambda: self.stop_requested)
+        engine = self.models.vllm
+        with engine.awake(self.models.policy) if engine is not None else contextlib.nullcontext():
+            stats = rollout(self.models, episodes, max_turns=r.max_turns,
+                            response_length=r.response_length, temperature=r.temperature,
+                            top_p=r.top_p, max_episode_tokens=r.max_episode_tokens,
+                            should_stop=lambda: self.stop_requested)
+        if engine is not None:
+            stats.weights_sent, stats.weight_sync_s = engine.last_sent, engine.last_push_s
+        return stats
 
     def _score(self, episodes: list[Episode]
                ) -> tuple[list[dict[str, Any]], list[list[float]], rewards.ScoreStats]:
@@ -388,7 +400,9 @@ class Trainer:
                           env_s=max(p[1].env_s for p in parts),
                           turns=sum(p[1].turns for p in parts),
                           patch_errors=sum(p[1].patch_errors for p in parts),
-                          patch_calls=sum(p[1].patch_calls for p in parts))
+                          patch_calls=sum(p[1].patch_calls for p in parts),
+                          weights_sent=sum(p[1].weights_sent for p in parts),
+                          weight_sync_s=max(p[1].weight_sync_s for p in parts))
         sc = rewards.ScoreStats.merged([p[2] for p in parts])
         return merged, st, sc, sum(p[3] for p in parts), max(p[4] for p in parts)
 
@@ -522,6 +536,9 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
                 # epochs, as verl counts throughput
                 "perf/update_tokens_per_s": update_tokens / max(update_s, 1e-9),
                 "perf/generated_tokens": stats.generated_tokens,
+                # rollout.backend vllm: the policy's weights pushed into the engine before this
+                # step's rollout (0 when unchanged, and under the KV engine) and the time it took
+                "rollout/weights_sent": stats.weights_sent, "perf/weight_sync_s": stats.weight_sync_s,
                 # a patch call that failed used the environment's own code for that turn
                 "env_patch/errors": stats.patch_errors, "env_patch/calls": stats.patch_calls,
                 "perf/peak_mem_mb": peak_mb})
@@ -610,7 +627,7 @@ def main(argv: list[str] | None = None) -> int:
         code = trainer.run(stop_at=args.stop_at)
         D.shutdown(trainer.dist)
         return code
-    except (ConfigError, ModelLoadError, live.SnapshotError) as exc:
+    except (ConfigError, ModelLoadError, live.SnapshotError, VLLMStartError) as exc:
         if rank0:
             files.event("crashed", error=str(exc), step=trainer.step if trainer else 0)
         print(f"trainer: {exc}", file=sys.stderr)

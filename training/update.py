@@ -51,6 +51,8 @@ class Batch:
     advantages: torch.Tensor | None = None     # (B, T)
     returns: torch.Tensor | None = None        # (B, T)
     observations: list[list[str]] | None = None   # [b][k] the reply after turn k (infopo)
+    rollout_logprobs: torch.Tensor | None = None  # (B, T) the sampling engine's (vLLM), 0 off
+                                                  # the action tokens
 
     @property
     def num_tokens(self) -> int:
@@ -62,9 +64,11 @@ class Batch:
 
 
 def collate(episodes, turn_rewards: list[list[float]], pad_id: int,
-            observations: list[list[str]] | None = None) -> Batch:
+            observations: list[list[str]] | None = None,
+            rollout_logprobs: list[list[float]] | None = None) -> Batch:
     """Tensors of a step's episodes; turn_rewards[b][k] is the final reward of turn k;
-    observations[b][k] the user/tool reply to turn k (needed by infopo only)."""
+    observations[b][k] the user/tool reply to turn k (needed by infopo only);
+    rollout_logprobs[b][t] the engine's log-prob of token t (training.rollout.engine_logprobs)."""
     B = len(episodes)
     T = max(len(ep.tokens) for ep in episodes)
     K = max(max((len(r) for r in turn_rewards), default=1), 1)
@@ -83,7 +87,13 @@ def collate(episodes, turn_rewards: list[list[float]], pad_id: int,
         # a turn whose generated tokens were all cut away has no action tokens: no reward slot
         rew[b, :len(turn_rewards[b])] = torch.tensor(turn_rewards[b], dtype=torch.float32)
         tmask[b, :len(turn_rewards[b])] = 1.0
-    return Batch(ids, attn, resp, tids, rew, tmask, attn.sum(1), observations=observations)
+    engine = None
+    if rollout_logprobs is not None:
+        engine = torch.zeros((B, T), dtype=torch.float32)
+        for b, lp in enumerate(rollout_logprobs):
+            engine[b, :len(lp)] = torch.tensor(lp, dtype=torch.float32)
+    return Batch(ids, attn, resp, tids, rew, tmask, attn.sum(1), observations=observations,
+                 rollout_logprobs=engine)
 
 
 def _micro(batch: Batch, index: torch.Tensor, device: torch.device) -> dict[str, torch.Tensor]:
@@ -96,7 +106,7 @@ def _micro(batch: Batch, index: torch.Tensor, device: torch.device) -> dict[str,
     T = int(batch.lengths[index].max())
     out = {}
     for name in ("input_ids", "response_mask", "turn_ids", "old_logprobs",
-                 "ref_logprobs", "old_values", "advantages", "returns"):
+                 "ref_logprobs", "old_values", "advantages", "returns", "rollout_logprobs"):
         value = getattr(batch, name)
         if value is not None:
             out[name] = value[index, :T].to(device)
@@ -385,10 +395,17 @@ def _actor_micro(models: Models, mb: dict[str, torch.Tensor], cfg: Config,
     if cfg.actor.use_kl_loss:
         loss = loss + coefs["kl_loss_coef"] * kl
     (loss * (share * scale)).backward()
-    for name, value in (("actor/pg_loss", pg["pg_loss"]), ("actor/clipfrac", pg["clipfrac"]),
-                        ("actor/dual_clipfrac", pg["dual_clipfrac"]),
-                        ("actor/approx_kl", pg["approx_kl"]), ("actor/entropy", entropy),
-                        ("kl/ref", kl), ("actor/loss", loss)):
+    terms = [("actor/pg_loss", pg["pg_loss"]), ("actor/clipfrac", pg["clipfrac"]),
+             ("actor/dual_clipfrac", pg["dual_clipfrac"]), ("actor/approx_kl", pg["approx_kl"]),
+             ("actor/entropy", entropy), ("kl/ref", kl), ("actor/loss", loss)]
+    if "rollout_logprobs" in mb:
+        # |p_trainer - p_engine| of the sampled tokens under the same weights (`old` is the
+        # rollout-time policy's), as verl's training/rollout_probs_diff_mean: near 0 while the
+        # engine decodes with the trainer's weights (bf16 rounding only), far from it when a
+        # weight push failed
+        diff = (old.exp() - mb["rollout_logprobs"].exp()).abs()
+        terms.append(("rollout/probs_diff", ppo.masked_mean(diff, mask)))
+    for name, value in terms:
         # kept on the device: one transfer per step (ppo_update), not one per pass and metric
         sums[name] = sums.get(name, 0.0) + value.detach().float() * share
 

@@ -55,7 +55,8 @@ def register(sub) -> None:
     p.add_argument("--minutes", type=float, default=None, help="or every T minutes, whichever comes first")
     p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"))
     p.add_argument("--steps", type=int, default=None, help="PPO steps of the run (trainer.total_steps)")
-    p.add_argument("--model", default=None, help="policy: a local folder or a cached hub id (default: SmolLM2-135M)")
+    p.add_argument("--model", default=None, help="policy: a local folder, or a Hugging Face hub id such as Qwen/Qwen3-4B (fetched "
+                        "when online; offline, from the hub's cache) (default: SmolLM2-135M)")
     p.add_argument("--skill", default="eau", choices=("eau", "generic"),
                    help="eau (the EAU skill) or generic (paper table 4's generic meta-agent: no "
                         "EAU skill, and the LLM user alone)")

@@ -147,13 +147,15 @@ def test_a_reward_module_failing_after_its_first_calls_shows_in_metrics_and_the_
             f"{two['reward/module_calls']} calls (late ") in log
 
 
-def test_missing_model_is_one_sentence(tmp_path, tiny_model_dir):
+def test_missing_model_is_one_sentence(tmp_path, tiny_model_dir, monkeypatch):
     from training.policy import ModelLoadError
 
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")      # a hub id the cache lacks, offline
     ws = write_workspace(tmp_path / "ws")
     write_run(tmp_path / "r", workspace_dir=ws, model_dir=tiny_model_dir,
               overrides={"model.path": "nobody/no-such-model-xyz"})
-    with pytest.raises(ModelLoadError, match="huggingface-cli download nobody/no-such-model-xyz"):
+    with pytest.raises(ModelLoadError, match="'nobody/no-such-model-xyz' could not be fetched "
+                       "from the Hugging Face hub .HF_HUB_OFFLINE is set.*give a local folder"):
         Trainer(tmp_path / "r")
 
 

@@ -51,7 +51,8 @@ def test_runs_give_their_successful_training_episodes_once(tmp_path):
     assert [m["content"] for m in examples[1]["prompt"]] == ["sys", "task", "[action] ask", "reply"]
 
 
-def test_bad_input_is_one_sentence(tmp_path, capsys):
+def test_bad_input_is_one_sentence(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")      # the hub id below: offline, never fetched
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("")
     for argv, words in (
@@ -61,7 +62,7 @@ def test_bad_input_is_one_sentence(tmp_path, capsys):
             (["--bench", "usergym", "--out", str(tmp_path / "o"), "--from-runs", str(tmp_path)],
              "holds no trajectories"),
             (["--bench", "usergym", "--out", str(tmp_path / "o"), "--model", "nobody/none-xyz"],
-             "huggingface-cli download")):
+             "could not be fetched from the Hugging Face hub")):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip()
         assert words in err and len(err.splitlines()) == 1, err

@@ -1,5 +1,7 @@
-"""LLM users: a local transformers backend batched across the episodes of a rollout, and a router
-that picks the backend named by `user.<gym>.llm` (the prompt they get: training.users.prompt).
+"""LLM users: a local transformers backend batched across the episodes of a rollout, the policy's
+vLLM engine where it holds the user's model (rollout.backend vllm with LoRA: the base is the
+reference), and a router that picks the backend named by `user.<gym>.llm` (the prompt they get:
+training.users.prompt).
 
 Why batched: in a rollout every active episode may wait on its user at the same turn; one padded
 `generate` call for all of them costs about as much as one call for a single episode (DESIGN.md,
@@ -69,19 +71,7 @@ class LocalLLMUser:
         return self.respond_batch([state])[0]
 
     def respond_batch(self, states: list[UserState]) -> list[UserReply]:
-        replies: list[UserReply | None] = [None] * len(states)
-        groups: dict[float, list[int]] = {}
-        for i, s in enumerate(states):
-            groups.setdefault(float(s.knobs.get("temperature", 0.7)), []).append(i)
-        for temperature, idx in sorted(groups.items()):
-            try:
-                texts = self._generate([user_messages(states[i]) for i in idx], temperature)
-            except Exception as exc:   # a broken model call fails these episodes, not the run
-                texts = [exc] * len(idx)
-            for i, t in zip(idx, texts):
-                replies[i] = failed(f"local LLM user: {type(t).__name__}: {t}") if isinstance(t, Exception) \
-                    else UserReply(text=t.strip(), arm="llm")
-        return replies  # type: ignore[return-value]
+        return replies_by_temperature(states, self._generate, "local LLM user")
 
     def _generate(self, conversations: list[list[dict[str, str]]], temperature: float) -> list[str]:
         import os
@@ -117,6 +107,61 @@ class LocalLLMUser:
                                       pad_token_id=tok.pad_token_id)              # (B, P + N)
         new = out[:, batch["input_ids"].shape[1]:]                                 # (B, N)
         return tok.batch_decode(new, skip_special_tokens=True)
+
+
+def replies_by_temperature(states: list[UserState], generate, who: str) -> list[UserReply]:
+    """One `generate(conversations, temperature) -> texts` call per temperature among the states
+    (the knob user.<gym>.temperature, 0.7 unset); a call that raises fails its episodes' replies
+    (`who: error`), not the run."""
+    replies: list[UserReply | None] = [None] * len(states)
+    groups: dict[float, list[int]] = {}
+    for i, s in enumerate(states):
+        groups.setdefault(float(s.knobs.get("temperature", 0.7)), []).append(i)
+    for temperature, idx in sorted(groups.items()):
+        try:
+            texts = generate([user_messages(states[i]) for i in idx], temperature)
+        except Exception as exc:   # a broken model call fails these episodes, not the run
+            texts = [exc] * len(idx)
+        for i, t in zip(idx, texts):
+            replies[i] = failed(f"{who}: {type(t).__name__}: {t}") if isinstance(t, Exception) \
+                else UserReply(text=t.strip(), arm="llm")
+    return replies  # type: ignore[return-value]
+
+
+class EngineLLMUser:
+    """The LLM user answered by the policy's vLLM engine without the policy's adapter: the base
+    model, which under LoRA is the frozen reference (training/vllm_backend.py, 4.), so the user
+    needs no weights of its own. Replies are batched per temperature as LocalLLMUser's; request
+    seeds follow `seed` and the call count, as LocalLLMUser seeds its calls."""
+
+    arm = "llm"
+
+    def __init__(self, engine: Any, tokenizer: Any, *, max_new_tokens: int = 96, seed: int = 0):
+        if not engine.serves_base:
+            raise ValueError("this vLLM engine holds the policy's weights (full fine-tuning), "
+                             "not the user's base model.")
+        self.engine, self.tokenizer = engine, tokenizer
+        self.max_new_tokens, self.seed, self.calls = max_new_tokens, seed, 0
+
+    def respond(self, state: UserState) -> UserReply:
+        return self.respond_batch([state])[0]
+
+    def respond_batch(self, states: list[UserState]) -> list[UserReply]:
+        return replies_by_temperature(states, self._generate, "vLLM user")
+
+    def _generate(self, conversations: list[list[dict[str, str]]], temperature: float) -> list[str]:
+        from training.policy import end_of_turn_ids
+
+        tok = self.tokenizer
+        stop = end_of_turn_ids(tok)
+        ids = [tok.encode(tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True),
+                          add_special_tokens=False) for c in conversations]
+        samples = self.engine.generate(ids, max_new_tokens=self.max_new_tokens,
+                                       temperature=temperature, stop_ids=stop,
+                                       seed=self.seed + 1000 * self.calls, adapter=False)
+        self.calls += 1
+        return [tok.decode([t for t in s.ids if t not in stop], skip_special_tokens=True)
+                for s in samples]
 
 
 class LLMRouter:
@@ -201,7 +246,8 @@ def run_users(cfg, models) -> LLMRouter | None:
     """The LLM arm of a training run, from its config: None (symbolic arm only), the frozen
     reference model answering as the user (rollout.user_llm "reference": batched across
     episodes through its KV engine; sharing the reference spares the CPU demo a third model in
-    memory) and the named users of rollout.user_llms (another local model, an OpenAI-compatible
+    memory; under rollout.backend vllm with LoRA, the vLLM engine's base model, EngineLLMUser)
+    and the named users of rollout.user_llms (another local model, an OpenAI-compatible
     server), routed by the workspace's user.<gym>.llm."""
     specs = dict(cfg.rollout.user_llms)
     if cfg.rollout.user_llm == "none" and not specs:
@@ -213,6 +259,11 @@ def run_users(cfg, models) -> LLMRouter | None:
             return built[0]
         from training.policy import load_tokenizer
 
+        if models.vllm is not None and models.vllm.serves_base:
+            built.append(EngineLLMUser(models.vllm, load_tokenizer(models.path),
+                                       max_new_tokens=cfg.rollout.user_response_length,
+                                       seed=cfg.trainer.seed))
+            return built[0]
         model = models.reference
         if model is None:        # LoRA: the policy's base is not frozen on its own; load one
             from transformers import AutoModelForCausalLM

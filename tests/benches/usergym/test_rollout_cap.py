@@ -15,7 +15,7 @@ from training.benches.usergym import BENCH
 
 @pytest.fixture(scope="module")
 def models(tiny_model_dir):
-    return SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir))
+    return SimpleNamespace(tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir), vllm=None)
 
 
 def scripted(monkeypatch, models, texts):
