@@ -1,12 +1,14 @@
-"""Carrying vLLM to the device in parts (scripts/gpu/device_vllm.py), on small synthetic files
-with a part limit of 6,000 bytes: the parts join back to the same bytes, a repeated call is
-harmless, a damaged part and a missing one are named in one sentence. No network, no GPU, no
-pip."""
+"""Carrying vLLM to the device in parts (scripts/gpu/carry_vllm.py, scripts/gpu/device_vllm.py),
+on small synthetic files with a part limit of 6,000 bytes: the parts join back to the same bytes,
+a repeated call is harmless, a damaged part and a missing one are named in one sentence, and the
+requirement walk carries what the device lacks or holds in a failing version. No network, no GPU,
+no pip."""
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,14 +18,19 @@ GPU = Path(__file__).resolve().parents[2] / "scripts" / "gpu"
 
 
 def load(name: str):
-    spec = importlib.util.spec_from_file_location(name, GPU / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module                  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(GPU))                # carry_vllm imports its sibling device_vllm
+    try:
+        spec = importlib.util.spec_from_file_location(name, GPU / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module              # dataclasses look their module up there
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(GPU))
 
 
 dv = load("device_vllm")
+cv = load("carry_vllm")
 PART = 6000                                     # bytes a part: the 30,720-byte tar makes 6 parts
 
 
@@ -141,3 +148,46 @@ def test_ranges_and_labels():
     assert dv.ranges([5, 1, 2, 3, 9, 10]) == "1-3, 5, 9-10"
     assert dv.part_label(3, 16) == ("c03", "part03")
     assert dv.part_label(7, 120) == ("c007", "part007")
+
+
+def resolved(name: str, *requires: str):
+    return cv.Resolved(name, "1.0", list(requires), f"https://x/{name}-1.0.whl", "0" * 64)
+
+
+def test_walk_carries_what_the_device_lacks_or_fails():
+    graph = {n: resolved(n, *reqs) for n, reqs in {
+        "vllm": ["a", "b>=2", "c==3", "d[x]", "old; python_version < '3.12'",
+                 "bench; extra == 'bench'", "lazy"],
+        "a": ["a-dep"], "a-dep": [], "b": [], "c": [], "lazy": ["lazy-dep"], "lazy-dep": [],
+        "d": ["d-base", "e; extra == 'x'"], "e": [], "old": [], "bench": [], "d-base": [],
+    }.items()}
+    device = {"b": "1.0", "c": None, "d": "1.0", "d-base": "1.0"}
+    plan = cv.plan_carry(graph, device, leave=frozenset({"lazy"}))
+    assert set(plan.carry) == {"vllm", "a", "a-dep", "b", "e"}
+    assert plan.carry["b"] == "device 1.0 fails b>=2 (vllm)"
+    assert plan.carry["e"] == "absent on the device (d)"
+    assert plan.unchecked == {"c": ["==3 (vllm)"]}
+    assert plan.kept == {"c": "on the device, version unknown", "d": "device 1.0"}
+    assert plan.left == {"lazy": "vllm"}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_gpuwork_is_excluded_once_also_from_a_worktree(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty",
+        "-m", "x")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    cv.ensure_excluded(tmp_path / "wt")
+    cv.ensure_excluded(repo)
+    exclude = (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert exclude.count("/.gpuwork/") == 1
+    (tmp_path / "wt" / ".gpuwork").mkdir()
+    (tmp_path / "wt" / ".gpuwork" / "big.whl").write_bytes(b"x" * 1000)
+    assert git(tmp_path / "wt", "status", "--porcelain") == ""
+    assert cv.tree_bytes(tmp_path / "wt") == 0
