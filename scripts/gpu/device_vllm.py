@@ -15,6 +15,9 @@ sha256). Each call:
 4. then (and on every later call) imports vllm and torch in a fresh interpreter with
    PYTHONPATH=/tmp/site-vllm and prints their versions, or the import error in one line, and
    the requirements of the installed packages that nothing on the device meets.
+Every call also writes the device's own packages to $OUT/device-freeze.txt (name==version), for
+carry_vllm.py --device-freeze. Exit status: 0 while parts are missing and once vllm imports,
+1 on a damaged or lost part or a failed pip install, 2 when the import fails.
 
 The packing (`pack`) lives here too so that one file owns the format; carry_vllm.py imports it.
 Standard library only, except `packaging` in the requirement check (the device has it).
@@ -334,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     manifest = json.loads(args.manifest.read_text())
     total = len(manifest["parts"])
     done_mark = args.site / ".bundle-sha256"
+    if os.environ.get("OUT"):             # every call: a sequence cut short still brings it back
+        write_freeze(Path(os.environ["OUT"]))
     try:
         if not (done_mark.is_file() and done_mark.read_text() == manifest["bundle"]["sha256"]):
             taken = store(manifest, args.carried, args.stash)
@@ -362,8 +367,6 @@ def main(argv: list[str] | None = None) -> int:
     except CarryError as exc:
         print(f"error: {exc}")
         return 1
-    if os.environ.get("OUT"):
-        write_freeze(Path(os.environ["OUT"]))
     code = probe(args.site)
     print(f"use it with: export PYTHONPATH={args.site}:$PWD")
     return code

@@ -119,7 +119,8 @@ def test_a_part_damaged_while_kept_is_named_at_the_join(packed, tmp_path):
         dv.join(manifest, stash, tmp_path / "j")
 
 
-def test_main_names_the_parts_a_cold_machine_lost(packed, tmp_path, capsys):
+def test_main_names_the_parts_a_cold_machine_lost(packed, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OUT", str(tmp_path / "OUT"))
     manifest, out, _ = packed
     args = ["--manifest", str(out / "tool" / "manifest.json"), "--stash", str(tmp_path / "stash"),
             "--site", str(tmp_path / "site")]
@@ -131,9 +132,12 @@ def test_main_names_the_parts_a_cold_machine_lost(packed, tmp_path, capsys):
     said = capsys.readouterr().out
     assert "holding 1 of 6" in said
     assert "missing part(s): 1-2, 4-6 (parts 1-2 are not here: the machine was given back" in said
+    freeze = (tmp_path / "OUT" / "device-freeze.txt").read_text().splitlines()
+    assert any(line.startswith("pytest==") for line in freeze)
 
 
-def test_main_stops_at_a_damaged_part_with_one_line(packed, tmp_path, capsys):
+def test_main_stops_at_a_damaged_part_with_one_line(packed, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OUT", raising=False)
     manifest, out, _ = packed
     (out / "c01" / "part01").write_bytes(b"short")
     code = dv.main(["--manifest", str(out / "tool" / "manifest.json"), "--carried", str(out),
