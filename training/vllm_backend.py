@@ -9,10 +9,11 @@ Optional: vLLM is imported only when this backend is built (`rollout.backend = "
 - "server": TRL's `trl vllm-serve` on other GPUs; `trl.extras.vllm_client.VLLMClient` sends each
   parameter over its NCCL communicator (`update_named_param`) and resets the prefix cache.
 
-NOT RUN HERE: vLLM is not installed on this project's machines (nor on the lent GPU, where it is
-too large to carry). The parts that need no vLLM are tested (tests/training/test_vllm_backend.py):
-the mapping from a trainer-side parameter name to vLLM's name, which parameters are sent, and the
-request/sampling arguments. Written against vLLM's documented API: `LLM(model=..., dtype=...)`,
+NOT RUN HERE: vLLM is not installed on this project's machines (nor on the lent GPU:
+scripts/gpu/carry_vllm.py carries vLLM 0.26.0 there in 10 or 16 device calls, not run yet). The
+parts that need no vLLM are tested (tests/training/test_vllm_backend.py): the mapping from a
+trainer-side parameter name to vLLM's name, which parameters are sent, and the request/sampling
+arguments. Written against vLLM's documented API: `LLM(model=..., dtype=...)`,
 `LLM.generate(prompts=[{"prompt_token_ids": ids}], sampling_params=SamplingParams(...))`,
 `RequestOutput.outputs[0].token_ids`, `LLM.reset_prefix_cache()`.
 """
