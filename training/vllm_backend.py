@@ -38,10 +38,11 @@ What happens, and why (the pages named are docs.vllm.ai's; the API as of vLLM 0.
    ABI mismatch, CUDA or its driver, too little memory; the raw error goes to stderr first (the
    run's trainer.log).
 
-NOT RUN ON A GPU YET: vLLM is not installed on this project's machines. The contract is tested
-on the CPU against a recording fake of `vllm` (tests/training/test_vllm_backend.py); one test
-needs the real vLLM and a GPU and skips without them. Nothing imports vllm unless this backend
-is chosen.
+NOT RUN ON A GPU YET: vLLM is not installed on this project's machines (nor on the lent GPU:
+scripts/gpu/carry_vllm.py carries vLLM 0.26.0 there in 10 or 16 device calls, not run yet). The
+contract is tested on the CPU against a recording fake of `vllm` (tests/training/
+test_vllm_backend.py); one test needs the real vLLM and a GPU and skips without them. Nothing
+imports vllm unless this backend is chosen.
 """
 from __future__ import annotations
 
