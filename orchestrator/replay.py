@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from training.novelty import repeated_marks
 from training.steps import mark_first_steps
 
 RECENT_FILES = 3           # the trajectory files the diagnosis reads (diagnostics.read_episodes)
@@ -37,6 +38,8 @@ class Pay:
     paid_turns: int = 0          # turns (an episode's last turn for episode_reward) with value != 0
     paid_episodes: int = 0
     total: float = 0.0
+    repeat_turns: int = 0        # paid turns that repeat an earlier turn of their episode
+    on_repeats: float = 0.0      # what those were paid
 
     @property
     def pays(self) -> bool:
@@ -104,6 +107,10 @@ def module_pay(source: str, episodes: list[dict[str, Any]]) -> tuple[dict[str, P
         pay.paid_turns += len(paid)
         pay.paid_episodes += int(bool(paid))
         pay.total += sum(values)
+        for v, rep in zip(values, repeated_marks(ep["turns"])):
+            if v != 0 and rep:
+                pay.repeat_turns += 1
+                pay.on_repeats += v
     return out, None
 
 

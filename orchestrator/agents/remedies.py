@@ -358,7 +358,40 @@ def vet(p, act: Intervention, episodes: list[dict[str, Any]], bench: str) -> tup
     why_not, note = _vet_user_knobs(p, act, episodes, bench)
     if why_not:
         return why_not, ""
+    why_not = _vet_reopened_farm(p, act, episodes)
+    if why_not:
+        return why_not, ""
     return None, "; ".join(shown + ([note] if note else []))
+
+
+def _vet_reopened_farm(p, act: Intervention, episodes: list[dict[str, Any]]) -> str | None:
+    """A revert that would give a reward module back credit for repeated turns is not made. The
+    CPU run of 16 steps (2026-12-05) guarded elicited_fact against a farm (40% of its pay on
+    repeated tau questions), measured the guard "no effect" on episode/repeat_rate, and took it
+    back: a guard stops paying repeats, which the repeat rate of a policy not yet trained on the
+    change does not show. So the module as the revert leaves it is replayed against the module
+    now; if it would pay more on repeated turns, the guard stays and the record says why."""
+    if not act.reverts:
+        return None
+    modules = p.value("reward.modules") or {}
+    for rel, old in act.files.items():
+        m = re.fullmatch(r"rewards/(\w+)\.py", rel)
+        if not m or not (modules.get(m.group(1)) or {}).get("enabled") \
+                or act.knobs.get(f"reward.modules.{m.group(1)}.enabled") is False \
+                or not (p.ws / rel).exists():
+            continue
+        then, err = replay.module_pay(old, episodes)
+        now, err_now = replay.module_pay((p.ws / rel).read_text(), episodes)
+        if err or err_now:
+            continue                  # the gate's replay names a module that cannot run
+        n_then, x_then = sum(v.repeat_turns for v in then.values()), sum(v.on_repeats for v in then.values())
+        n_now, x_now = sum(v.repeat_turns for v in now.values()), sum(v.on_repeats for v in now.values())
+        if x_then > x_now + 1e-9:
+            return (f"{act.subject}: not committed, because replayed on the recent trajectories "
+                    f"{m.group(1)} as it was before {act.reverts[:10]} would pay {n_then} turns "
+                    f"repeating an earlier turn of their episode ({x_then:+.2f} in all) where it "
+                    f"pays {n_now} now ({x_now:+.2f}): taking the guard back reopens the farm.")
+    return None
 
 
 def _easing(p, act: Intervention) -> dict[str, Any]:

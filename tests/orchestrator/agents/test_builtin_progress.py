@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fakes"))
-from episodes import (ep, function_guess, tau_unidentified, travel_blind, travel_searching,  # noqa: E402
-                      turn, write_steps)
+from episodes import (ep, farmed_travel, function_guess, honest_travel, tau_unidentified, travel_blind,  # noqa: E402
+                      travel_searching, turn, write_steps)
 from runlogs import ROOT, add_event, make_workspace, write_run  # noqa: E402
 
 from orchestrator import effects, gitops  # noqa: E402
@@ -255,3 +255,41 @@ def test_a_revert_the_gate_would_refuse_as_harder_is_not_committed(tmp_path, mon
         assert all("Reverts:" not in gitops.message(exp / "workspace", c) for c in res.commits)
         assert (f"not committed, because the gate would refuse it: env.travel.demonstrations "
                 f"{before + 1} -> {before} makes travel harder") in record(res)
+
+
+def guard_commit(exp):
+    """The farm guard on elicited_fact, committed as the built-in agent commits it."""
+    from orchestrator.agents.builtin import GUARD_MARK, GUARD_SOURCE
+
+    ws = exp / "workspace"
+    rel = ws / "rewards" / "elicited_fact.py"
+    rel.write_text(rel.read_text().rstrip() + "\n" + GUARD_SOURCE.format(mark=GUARD_MARK, why="a test."))
+    return gitops.commit_all(ws, "Pay elicited_fact for first disclosures only\n\nWhy: a test.\n"
+                             "Expect: episode/repeat_rate falls; score/mean does not fall.\n", "builtin", "s000")
+
+
+@pytest.mark.parametrize("repeats", [True, False])
+def test_a_farm_guard_measured_no_effect_stays_while_its_revert_would_pay_repeats(tmp_path, monkeypatch, repeats):
+    """The CPU run of 16 steps (2026-12-05): s004 guarded elicited_fact against repeated tau
+    questions, s006 took the guard back as "no effect on episode/repeat_rate". Replayed, the
+    unguarded module pays the repeated questions of the recent episodes again, so the guard stays
+    and the record says why; where no recent turn repeats, nothing is reopened and it goes."""
+    eps = ({s: [farmed_travel(s), honest_travel(s)] for s in (10, 11, 12)} if repeats
+           else {s: [honest_travel(s), honest_travel(s)] for s in (10, 11, 12)})
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    sha = guard_commit(exp)
+    write_run(exp / "run-001", 12, gym="travel",
+              metric_fn=lambda s, r: {"episode/repeat_rate": 0.3 + r.gauss(0, 0.01)})
+    write_steps(exp / "run-001", eps)
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
+    res = base.run_session(ctx(exp))
+    guarded = "_unguarded_turn_reward" in (exp / "workspace" / "rewards" / "elicited_fact.py").read_text()
+    reverted = any(f"Reverts: {sha}" in gitops.message(exp / "workspace", c) for c in res.commits)
+    if repeats:
+        assert guarded and not reverted
+        assert (f"Revert {sha[:10]}: no effect on episode/repeat_rate: not committed, because replayed "
+                f"on the recent trajectories elicited_fact as it was before {sha[:10]} would pay 6 turns "
+                f"repeating an earlier turn of their episode (+1.20 in all) where it pays 0 now") in record(res)
+    else:
+        assert reverted and not guarded
