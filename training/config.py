@@ -91,6 +91,10 @@ class CriticConfig:
     """> 0: critic passes by this token budget, as actor.ppo_max_token_len."""
     cliprange_value: float = 0.5
     """Value clipping: new values are kept within this distance of the rollout's values."""
+    lora_rank: int = 0
+    """0 = the critic's backbone is trained whole (the default); > 0 = its backbone is frozen and
+    trains LoRA adapters of this rank (peft), the value head whole. A 4B critic trained whole
+    holds ~64 GB of fp32 weights, gradients and AdamW moments (training/shapes/README.md)."""
 
 
 ALGORITHMS = ("ppo", "grpo", "infopo")
@@ -181,7 +185,15 @@ class ModelConfig:
     lora_rank: int = 0
     """0 = full fine-tuning (the default, DESIGN.md); > 0 = LoRA adapters of this rank (peft)."""
     lora_alpha: int = 16
-    """LoRA scaling numerator."""
+    """LoRA scaling numerator (the policy's, and the critic's under critic.lora_rank)."""
+    shape: str = ""
+    """"" = `path`'s weights. Else a packaged architecture (training/shapes/: "qwen3-4b", the
+    paper's policy) or a config.json file: the model is built from it with random weights, as
+    vLLM's dummy load format does, to measure the paper's size where its weights cannot be had;
+    the tokenizer stays `path`'s (the packaged SmolLM2's by default)."""
+    gradient_checkpointing: bool = False
+    """Recompute each decoder layer's activations in the backward pass (policy and critic):
+    less memory for the update's long episodes, one more forward's time."""
     device: str = "auto"
     """"auto" (cuda when present), "cpu" or "cuda"."""
     precision: str = "auto"
@@ -312,9 +324,11 @@ class Config:
              or self.episodes_per_step >= self.trainer.nproc_per_node,
              "data.train_batch_size * rollout.n must be at least trainer.nproc_per_node, so every "
              "process has an episode"),
-            (self.trainer.parallel == "none" or self.model.lora_rank == 0,
-             "trainer.parallel ddp/fsdp does not support LoRA yet: set model.lora_rank to 0 or "
-             "trainer.parallel to none"),
+            (self.model.lora_rank >= 0 and self.critic.lora_rank >= 0,
+             "model.lora_rank and critic.lora_rank must not be negative"),
+            (self.trainer.parallel == "none" or (self.model.lora_rank == 0 and self.critic.lora_rank == 0),
+             "trainer.parallel ddp/fsdp does not support LoRA yet: set model.lora_rank and "
+             "critic.lora_rank to 0 or trainer.parallel to none"),
         ]
         for ok, message in checks:
             if not ok:
@@ -429,6 +443,17 @@ PRESETS: dict[str, dict[str, Any]] = {
                         "user_llm": "none"},
             # 8 steps of ~90 s each on an idle 2-core machine: the README demo ends within 15 min
             "trainer": {"total_steps": 8, "save_freq": 4, "threads": 2}},
+    # The paper's policy size (Qwen3-4B, section 5) on one GPU, merged over the bench's preset:
+    # the architecture with random weights (no hub here; `--model Qwen/Qwen3-4B --set
+    # model.shape=` trains the real weights where the hub can be reached). Trained whole, policy
+    # and critic hold ~64 GB each in fp32 weights, gradients and AdamW moments, which with the
+    # reference, the rollout's copy and its KV cache is more than an H200's 139 GB (the arithmetic
+    # in training/shapes/README.md); LoRA on both frozen backbones (bf16 on GPU) and recomputed
+    # activations leave the update's passes room. NOT MEASURED YET: scripts/gpu/h200_4b.sh
+    # measures this plan beside the others on the H200.
+    "qwen3-4b": {"model": {"shape": "qwen3-4b", "lora_rank": 64, "lora_alpha": 128,
+                           "gradient_checkpointing": True},
+                 "critic": {"lora_rank": 64}},
 }
 
 # The `cpu` preset's changes per bench, merged over PRESETS["cpu"]; training.budget refuses at

@@ -561,16 +561,21 @@ class RolloutEngine:
 
     On CUDA it runs on a bf16 copy of the fp32 policy whose weights `refresh()` copies in place
     before every call (~1 ms for 135M parameters), so the captured graphs, which hold the copy's
-    addresses, stay valid across updates; a LoRA (peft) policy is decoded as it is. On the CPU it
-    runs on the policy itself, in fp32: no copy to keep in step, and CPU bf16 decoding is slower
-    where the CPU lacks native bf16 (training/policy.py)."""
+    addresses, stay valid across updates; a LoRA (peft) policy's copy has its adapters merged in
+    (training/policy.py MergedLoRA), merged again when they change. On the CPU it runs on the
+    policy itself, in fp32: no copy to keep in step, and CPU bf16 decoding is slower where the CPU
+    lacks native bf16 (training/policy.py)."""
 
     def __init__(self, model, tokenizer, stop_ids: Sequence[int], **kw):
         import copy
 
-        self.source = model
+        self.source, self.merged = model, None
         on_gpu = next(model.parameters()).device.type == "cuda"
-        if on_gpu and not hasattr(model, "peft_config"):
+        if on_gpu and hasattr(model, "peft_config"):
+            from training.policy import MergedLoRA
+            self.merged = MergedLoRA(model, torch.bfloat16)
+            self.model, self.pairs = self.merged.model, []
+        elif on_gpu:
             self.model = copy.deepcopy(model).to(torch.bfloat16).eval().requires_grad_(False)
             self.pairs = list(zip(self.model.parameters(), model.parameters()))
         else:
@@ -583,6 +588,9 @@ class RolloutEngine:
     def refresh(self) -> None:
         """Copy the policy's weights into the bf16 copy when they changed since the last copy
         (the copy's own version then changes, and the engine forgets its caches)."""
+        if self.merged is not None:
+            self.merged.refresh()
+            return
         version = sum(src._version for _, src in self.pairs)
         if self.pairs and version != self.source_version:
             for dst, src in self.pairs:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,27 +228,127 @@ def load_tokenizer(path: str):
     return tok
 
 
+SHAPES_DIR = Path(__file__).resolve().parent / "shapes"
+
+
+def shape_config(shape: str, tokenizer):
+    """The transformers config of `model.shape`: a packaged architecture (training/shapes/NAME.json)
+    or a config.json file; its special token ids are the tokenizer's, since the tokenizer is not
+    the architecture's own. Ids above the tokenizer's vocabulary decode to nothing."""
+    from transformers import AutoConfig
+
+    file = SHAPES_DIR / f"{shape}.json" if (SHAPES_DIR / f"{shape}.json").exists() else Path(shape)
+    if not file.is_file():
+        known = ", ".join(sorted(f.stem for f in SHAPES_DIR.glob("*.json")))
+        raise ModelLoadError(f"model.shape {shape!r} is neither a packaged architecture ({known}) "
+                             f"nor a config.json file.")
+    try:
+        data = json.loads(file.read_text())
+        conf = AutoConfig.for_model(data.pop("model_type"), **data)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelLoadError(f"model.shape {shape!r} is not a transformers config ({exc}).") from None
+    if conf.vocab_size < len(tokenizer):
+        raise ModelLoadError(f"model.shape {shape!r} has {conf.vocab_size} token embeddings, fewer "
+                             f"than the tokenizer's {len(tokenizer)} tokens.")
+    conf.bos_token_id, conf.eos_token_id = tokenizer.bos_token_id, tokenizer.eos_token_id
+    conf.pad_token_id = tokenizer.pad_token_id
+    return conf
+
+
+def lora_wrap(model: nn.Module, rank: int, alpha: int, causal_lm: bool) -> nn.Module:
+    """peft LoRA adapters of `rank` on every linear layer; the base weights are frozen."""
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=alpha, target_modules="all-linear",
+                                            **({"task_type": "CAUSAL_LM"} if causal_lm else {})))
+
+
+def freeze_to_bf16(model: nn.Module) -> None:
+    """The frozen weights of a LoRA model in bf16 (the adapters stay fp32): nothing updates
+    them, so an fp32 master copy would only double their memory (8 of 16 GB for a 4B base); on
+    GPU, where training passes run under bf16 autocast anyway and the reference is bf16 too."""
+    for p in model.parameters():
+        if not p.requires_grad and p.dtype == torch.float32:
+            p.data = p.data.to(torch.bfloat16)
+
+
+class MergedLoRA:
+    """A plain copy of a peft LoRA model with its adapters merged into its linear weights, in
+    `dtype`, which `refresh()` keeps in step with the adapters: decoding it costs what the base
+    model costs (no adapter matmuls per layer) and it is a plain model, so the KV engine's CUDA
+    graphs apply (training/kvengine.py RolloutEngine). For a 4B base in bf16 it holds 8 GB."""
+
+    def __init__(self, model: nn.Module, dtype: torch.dtype):
+        from peft.tuners.lora import LoraLayer
+
+        self.model = copy.deepcopy(model).merge_and_unload().to(dtype).eval().requires_grad_(False)
+        plain = dict(self.model.named_modules())
+        self.pairs = [(plain[name].weight, layer) for name, layer in model.get_base_model().named_modules()
+                      if isinstance(layer, LoraLayer)]
+        self.version = -1
+
+    @torch.no_grad()
+    def refresh(self) -> bool:
+        """Merge the adapters again when they changed since the last merge (their parameters'
+        in-place version counters, as the full model's copy checks); True when it merged."""
+        version = sum(p._version for _, layer in self.pairs for p in layer.parameters() if p.requires_grad)
+        if version == self.version:
+            return False
+        for weight, layer in self.pairs:
+            merged = layer.base_layer.weight.float()
+            for name in layer.active_adapters:
+                if name in layer.lora_A:
+                    merged = merged + layer.get_delta_weight(name).float()
+            weight.copy_(merged)
+        self.version = version
+        return True
+
+
+def arm_checkpointing(model: nn.Module | None) -> int:
+    """Put the decoder layers that checkpoint (model.gradient_checkpointing) in training mode,
+    alone; returns how many. transformers recomputes a layer only in training mode, and the update
+    runs the models in eval mode (training/update.py score_batch), so without this nothing is
+    recomputed. Only the layer objects change mode: their attention and MLP modules, where any
+    dropout sits, stay in eval."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    n = 0
+    for m in (model.modules() if model is not None else ()):
+        if isinstance(m, GradientCheckpointingLayer) and m.gradient_checkpointing:
+            m.training = True
+            n += 1
+    return n
+
+
 def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = None,
-                critic: bool = True) -> Models:
+                critic: bool = True, critic_lora: int = 0) -> Models:
     """Policy, critic and reference from `cfg.path` (see resolve_model_path), fp32 on `cfg.device`
     (or `device`: a process's own GPU under torchrun). critic False (grpo, infopo): none is built,
-    which spares a whole backbone of weights and its optimiser state."""
+    which spares a whole backbone of weights and its optimiser state. `cfg.shape`: the
+    architecture named, with random weights (`shape_config`). `critic_lora` > 0: the critic's
+    backbone trains LoRA adapters only. On GPU, weights LoRA freezes are kept in bf16."""
     from transformers import AutoModelForCausalLM
 
     path = resolve_model_path(cfg.path)
     device = device if device is not None else pick_device(cfg.device)
     tok = load_tokenizer(path)
     torch.manual_seed(seed)
-    policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    if cfg.shape:
+        conf = shape_config(cfg.shape, tok)
+        with torch.device(device):          # random init where it runs: 4B on a CPU takes minutes
+            policy = AutoModelForCausalLM.from_config(conf, dtype=torch.float32)
+    else:
+        policy = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
     policy.config.use_cache = True
-    value = ValueModel(copy.deepcopy(policy.get_decoder()), policy.config.hidden_size) \
-        if critic else None
+    value = None
+    if critic:
+        backbone = copy.deepcopy(policy.get_decoder())
+        if critic_lora > 0:
+            backbone = lora_wrap(backbone, critic_lora, cfg.lora_alpha, causal_lm=False)
+        value = ValueModel(backbone, policy.config.hidden_size)
     reference = None
     if cfg.lora_rank > 0:
-        from peft import LoraConfig, get_peft_model
-        policy = get_peft_model(policy, LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha,
-                                                   target_modules="all-linear",
-                                                   task_type="CAUSAL_LM"))
+        policy = lora_wrap(policy, cfg.lora_rank, cfg.lora_alpha, causal_lm=True)
     else:
         reference = copy.deepcopy(policy)
         if device.type == "cuda":
@@ -257,6 +358,18 @@ def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = No
     policy.to(device)
     if value is not None:
         value.to(device)
+    if device.type == "cuda":
+        for m, rank in ((policy, cfg.lora_rank), (value, critic_lora)):
+            if m is not None and rank > 0:
+                freeze_to_bf16(m)
+    if cfg.gradient_checkpointing:
+        for m in (policy, value.backbone if value is not None else None):
+            if m is None:
+                continue
+            if hasattr(m, "activation_checkpointing_enable"):     # transformers 5.25's name
+                m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:                                                 # the H200's 5.17
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return Models(policy=policy, critic=value, reference=reference, tokenizer=tok,
                   device=device, path=path, autocast_dtype=pick_precision(cfg.precision, device))
 

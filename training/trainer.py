@@ -141,7 +141,7 @@ class Trainer:
         self.has_critic = self.cfg.algorithm.name == "ppo"
         self.models = load_models(self.cfg.model, seed=self.cfg.trainer.seed,
                                   device=self.dist.device if self.dist.active else None,
-                                  critic=self.has_critic)
+                                  critic=self.has_critic, critic_lora=self.cfg.critic.lora_rank)
         if self.cfg.rollout.backend == "vllm":     # before the users: it may serve the LLM user
             from training.vllm_backend import start_engine
             self.models.vllm = start_engine(self.cfg, self.models, self.files.dir)

@@ -31,7 +31,7 @@ from training import distributed as D
 from training import grpo, packing, ppo
 from training.config import Config
 from training.infogain import information_gain
-from training.policy import Models, action_logprobs
+from training.policy import Models, action_logprobs, arm_checkpointing
 
 SINGLE = D.DistInfo()
 
@@ -451,6 +451,8 @@ def ppo_update(models: Models, actor_opt: torch.optim.Optimizer,
     (over all processes; `global_size` episodes in all, this process holding its rows).
     critic_opt None (grpo, infopo): the actor alone, the same clipped loss on their advantages."""
     gen = torch.Generator().manual_seed(seed)
+    arm_checkpointing(models.policy)            # model.gradient_checkpointing: recompute in backward
+    arm_checkpointing(models.critic if critic_opt is not None else None)
     tokens, lengths = episode_sizes(batch, info, global_size)                      # (G,), (G,)
     mini = cfg.actor.ppo_mini_batch_size * cfg.rollout.n
     amicro, cmicro = cfg.actor.ppo_micro_batch_size, cfg.critic.ppo_micro_batch_size

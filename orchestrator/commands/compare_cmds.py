@@ -32,7 +32,7 @@ def register(sub) -> None:
                         "compare-merge (default 0)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of every run")
     p.add_argument("--name", default=None, help="the comparison's name (default compare-BENCH)")
-    p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"),
+    p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2", "qwen3-4b"),
                    help="config preset of every run")
     p.add_argument("--model", default=None, help="policy of every run and of prompting (default: SmolLM2-135M)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

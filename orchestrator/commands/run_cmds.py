@@ -53,7 +53,9 @@ def register(sub) -> None:
     p.add_argument("--every", type=int, default=None,
                    help="a session every K trainer steps (default 10; 2 with --preset cpu, an 8-step run)")
     p.add_argument("--minutes", type=float, default=None, help="or every T minutes, whichever comes first")
-    p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2"))
+    p.add_argument("--preset", default=None, choices=("cpu", "usergym", "colbench", "tau2", "qwen3-4b"),
+                   help="config preset (training/config.py PRESETS): cpu, a bench's own, or qwen3-4b "
+                        "(the paper's policy size with random weights, LoRA; for a GPU)")
     p.add_argument("--steps", type=int, default=None, help="PPO steps of the run (trainer.total_steps)")
     p.add_argument("--model", default=None, help="policy: a local folder, or a Hugging Face hub id such as Qwen/Qwen3-4B (fetched "
                         "when online; offline, from the hub's cache) (default: SmolLM2-135M)")

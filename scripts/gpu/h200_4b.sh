@@ -1,0 +1,73 @@
+#!/bin/bash
+# The paper's policy size (Qwen3-4B shape, random weights) through the whole PPO step on the lent
+# H200, one memory plan after another (training/shapes/README.md says why these four): each plan
+# is benchmarks/step_profile.py's real step, 3 steps of the step-throughput workload (16 tasks x 4
+# samples, at most 10 turns x 128 tokens), its perf/* lines and peak memory kept. Started
+# detached, polled in back-to-back device calls (10 minutes at most each), packed into $OUT.
+# Run from the repository root on the device machine, after ../shared/gpu/prepare.sh's two
+# staging calls (PYTHONPATH=/tmp/site holds what the device lacks):
+#   bash scripts/gpu/h200_4b.sh start          # all plans, in the background
+#   bash scripts/gpu/h200_4b.sh poll 540       # waits up to 540 s; packs $OUT once all ended
+#   bash scripts/gpu/h200_4b.sh collect        # packs $OUT now
+# A plan that runs out of memory is recorded as such (its log's last lines) and the next starts.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+top=/tmp/h200_4b
+WORKLOAD=(--bench usergym --preset qwen3-4b --steps 3 --set model.device=cuda
+          --set data.train_batch_size=16 --set rollout.n=4 --set rollout.max_turns=10
+          --set rollout.response_length=128 --set rollout.user_llm=none)
+declare -A PLANS=(
+  [lora-gc]=""                                                      # the preset as it is
+  [lora-nogc]="--set model.gradient_checkpointing=false"
+  [full-policy-lora-critic]="--set model.lora_rank=0"
+  [full-both]="--set model.lora_rank=0 --set critic.lora_rank=0"   # expected not to fit
+)
+ORDER=(lora-gc lora-nogc full-policy-lora-critic full-both)
+running() { pgrep -f "h200_4b.sh run-all" > /dev/null; }
+summary() {
+  for plan in "${ORDER[@]}"; do
+    f=$top/$plan/perf.jsonl
+    if [ -s "$f" ]; then
+      python3 - "$plan" "$f" <<'EOF'
+import json, sys
+rows = [json.loads(x) for x in open(sys.argv[2])]
+last = rows[-1]
+print(f"{sys.argv[1]:26s} steps {len(rows)}  step {last.get('perf/step_s', 0):.1f} s  rollout "
+      f"{last.get('perf/rollout_tokens_per_s', 0):.0f} tok/s  update {last.get('perf/update_tokens_per_s', 0):.0f} "
+      f"tok/s  peak {max(r.get('perf/peak_mem_mb', 0) for r in rows) / 1024:.1f} GiB")
+EOF
+    else
+      printf '%-26s no step: %s\n' "$plan" "$(grep -m1 -o 'OutOfMemoryError[^.]*\|CUDA out of memory[^.]*' "$top/$plan/log" 2>/dev/null || tail -1 "$top/$plan/log" 2>/dev/null)"
+    fi
+  done
+}
+pack() {
+  [ -n "${OUT:-}" ] || { echo "OUT is not set: run this through the device tool"; return 1; }
+  summary > "$OUT/summary.txt"; cat "$OUT/summary.txt"
+  tar czf "$OUT/h200_4b.tgz" -C /tmp h200_4b 2>/dev/null
+  ls -la "$OUT"
+}
+case "${1:-}" in
+  run-all)
+    for plan in "${ORDER[@]}"; do
+      mkdir -p "$top/$plan"
+      # shellcheck disable=SC2086
+      python3 benchmarks/step_profile.py "${WORKLOAD[@]}" ${PLANS[$plan]} --out "$top/$plan" \
+          > "$top/$plan/log" 2>&1
+      echo "$plan exit $?" >> "$top/done"
+    done;;
+  start)
+    running && { echo "the plans are running already"; exit 1; }
+    rm -rf "$top"; mkdir -p "$top"
+    nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
+    setsid nohup bash "$0" run-all > "$top/driver.log" 2>&1 < /dev/null &
+    sleep 30; tail -3 "$top"/*/log;;
+  poll)
+    end=$((SECONDS + ${2:-540}))
+    while running && [ $SECONDS -lt $end ]; do sleep 15; done
+    cat "$top/done" 2>/dev/null; summary
+    running && echo "still running" || { echo "ended"; pack; };;
+  collect) pack;;
+  *) echo "usage: h200_4b.sh start | poll [SECONDS] | collect"; exit 2;;
+esac
