@@ -146,3 +146,23 @@ def test_the_qwen3_4b_preset_adds_the_memory_plan_to_the_benchs_own():
     assert (cfg.model.shape, cfg.model.lora_rank, cfg.critic.lora_rank, cfg.model.gradient_checkpointing) == \
         ("qwen3-4b", 64, 64, True)
     assert cfg.data.train_batch_size == 64 and cfg.rollout.max_turns == 16     # UserGym's Table 9 rows stay
+
+
+def test_a_shaped_lora_run_resumes_exactly(tmp_path, tiny_model_dir):
+    """Stop after step 1 and resume to 2 == run straight to 2: the random shape, the policy's and
+    the critic's adapters and both optimisers come back from the checkpoint."""
+    from training import checkpoint
+
+    ws = write_workspace(tmp_path / "ws")
+    over = {"trainer.total_steps": 2, "trainer.save_freq": 0, "model.shape": tiny_qwen3(tmp_path),
+            "model.lora_rank": 4, "critic.lora_rank": 4, "model.gradient_checkpointing": True,
+            "model.precision": "fp32"}
+    for name in ("a", "b"):
+        write_run(tmp_path / name, workspace_dir=ws, model_dir=tiny_model_dir, overrides=over)
+    assert Trainer(tmp_path / "a").run() == 0
+    assert Trainer(tmp_path / "b").run(stop_at=1) == 0
+    assert Trainer(tmp_path / "b", resume=True).run() == 0
+    for part in ("policy.pt", "critic.pt"):
+        a = torch.load(checkpoint.latest(tmp_path / "a" / "checkpoints") / part)
+        b = torch.load(checkpoint.latest(tmp_path / "b" / "checkpoints") / part)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), part
