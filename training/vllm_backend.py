@@ -246,8 +246,12 @@ class VLLMEngine:
 
     def __init__(self, model_path: str | Path, *, gpu_memory_utilization: float,
                  max_model_len: int, seed: int, lora_rank: int = 0,
-                 adapter_dir: str | Path | None = None, dtype: str = "bfloat16"):
+                 adapter_dir: str | Path | None = None, dtype: str = "bfloat16",
+                 load_format: str = "auto"):
         self.lora_rank = lora_rank
+        # "dummy" (a model.shape run): vLLM builds the architecture with random weights of its
+        # own, so the first push sends the trainer's whole weights, the base included under LoRA
+        self.base_pending = load_format == "dummy"
         self.adapter_dir = Path(adapter_dir) if adapter_dir is not None else None
         if lora_rank and self.adapter_dir is None:
             raise ValueError("a LoRA policy needs adapter_dir, where its adapter is saved for vLLM.")
@@ -261,6 +265,8 @@ class VLLMEngine:
                   gpu_memory_utilization=float(gpu_memory_utilization),
                   max_model_len=int(max_model_len), enable_prefix_caching=True,
                   enable_sleep_mode=True, logprobs_mode="processed_logprobs")
+        if load_format != "auto":
+            kw["load_format"] = load_format
         if lora_rank:
             kw.update(enable_lora=True, max_lora_rank=vllm_lora_rank(lora_rank), max_loras=1)
         # in this process: apply_model's function then runs on the model here, tensors in place
@@ -337,7 +343,11 @@ class VLLMEngine:
         version = weights_version(policy)
         if version == self.version:
             return 0
-        sent = self._push_adapter(policy) if self.lora_rank else self._push_weights(policy)
+        sent = 0
+        if self.base_pending and self.lora_rank:       # the trainer's random base, once
+            sent += self._push_weights(policy)
+        self.base_pending = False
+        sent += self._push_adapter(policy) if self.lora_rank else self._push_weights(policy)
         self.version, self.pushes = version, self.pushes + 1
         self.tensors_sent += sent
         return sent
@@ -373,10 +383,16 @@ def start_engine(cfg, models, run_dir: str | Path) -> VLLMEngine:
     that may start just under it), the run's seed; a LoRA policy's adapters go to
     RUN/vllm-adapter/."""
     r = cfg.rollout
-    return VLLMEngine(models.path, gpu_memory_utilization=r.gpu_memory_utilization,
+    path, load_format = models.path, "auto"
+    if cfg.model.shape:      # random weights (training/shapes): vLLM builds the same architecture
+        path, load_format = Path(run_dir) / "vllm-shape", "dummy"
+        base = models.policy.get_base_model() if hasattr(models.policy, "peft_config") else models.policy
+        base.config.save_pretrained(str(path))
+        models.tokenizer.save_pretrained(str(path))
+    return VLLMEngine(path, gpu_memory_utilization=r.gpu_memory_utilization,
                       max_model_len=r.max_episode_tokens + r.response_length,
                       seed=cfg.trainer.seed, lora_rank=cfg.model.lora_rank,
-                      adapter_dir=Path(run_dir) / "vllm-adapter")
+                      adapter_dir=Path(run_dir) / "vllm-adapter", load_format=load_format)
 
 
 class VLLMGenerator:

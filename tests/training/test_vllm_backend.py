@@ -357,3 +357,38 @@ def test_real_vllm_engine_pushes_sleeps_and_wakes(tiny_model_dir):
     engine.sleep()
     assert engine.wake(policy) == 0
     assert engine.generate(prompt, max_new_tokens=8, temperature=0.0)[0].ids == after[0].ids
+
+
+@pytest.mark.parametrize("lora_rank", [0, 4])
+def test_a_shaped_policy_starts_vllm_on_dummy_weights_and_sends_its_own_first(
+        monkeypatch, tmp_path, tiny_model_dir, lora_rank):
+    """model.shape (random weights): vLLM builds the architecture from the run's copy of its
+    config with dummy weights, so the first wake sends the trainer's whole weights, under LoRA
+    the base too, and later wakes send only what an update changed (LoRA: the adapter)."""
+    import json
+
+    from training.config import resolve
+    from training.policy import SHAPES_DIR, load_models
+
+    shape = json.loads((SHAPES_DIR / "qwen3-4b.json").read_text())
+    shape.update(vocab_size=49152, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+    (tmp_path / "tiny.json").write_text(json.dumps(shape))
+    fake = install(monkeypatch)
+    cfg = resolve("usergym", "cpu", {"model.path": str(tiny_model_dir), "model.device": "cpu",
+                                     "model.shape": str(tmp_path / "tiny.json"),
+                                     "model.lora_rank": lora_rank, "rollout.backend": "vllm"})
+    models = load_models(cfg.model, seed=0, critic=False)
+    engine = V.start_engine(cfg, models, tmp_path / "run")
+    (init,) = fake.of("init")
+    assert init["model"] == str(tmp_path / "run" / "vllm-shape") and init["load_format"] == "dummy"
+    assert json.loads((tmp_path / "run" / "vllm-shape" / "config.json").read_text())["model_type"] == "qwen3"
+    engine.wake(models.policy)
+    base = [n for n in fake.of("load_weights")[0]["names"]]
+    assert "model.layers.0.self_attn.q_norm.weight" in base and not any("lora" in n for n in base)
+    fake.calls.clear()
+    with torch.no_grad():
+        next(p for n, p in models.policy.named_parameters() if p.requires_grad).add_(0.1)
+    engine.wake(models.policy)
+    assert ("load_weights" in fake.names()) == (lora_rank == 0)     # LoRA: the adapter alone
+    assert engine.pushes == 2
