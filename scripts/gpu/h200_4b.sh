@@ -1,6 +1,8 @@
 #!/bin/bash
 # The paper's policy size (Qwen3-4B shape, random weights) through the whole PPO step on the lent
-# H200, one memory plan after another (training/shapes/README.md says why these four): each plan
+# H200, one memory plan after another (training/shapes/README.md says why these four), and where
+# vLLM has been carried there (scripts/gpu/device_vllm.py), the KV engine against vLLM on the
+# same step for SmolLM2-135M and for the 4B shape first: each plan
 # is benchmarks/step_profile.py's real step, 3 steps of the step-throughput workload (16 tasks x 4
 # samples, at most 10 turns x 128 tokens), its perf/* lines and peak memory kept. Started
 # detached, polled in back-to-back device calls (10 minutes at most each), packed into $OUT.
@@ -14,16 +16,26 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 top=/tmp/h200_4b
-WORKLOAD=(--bench usergym --preset qwen3-4b --steps 3 --set model.device=cuda
+WORKLOAD=(--bench usergym --steps 3 --set model.device=cuda
           --set data.train_batch_size=16 --set rollout.n=4 --set rollout.max_turns=10
           --set rollout.response_length=128 --set rollout.user_llm=none)
+B4="--preset qwen3-4b"
 declare -A PLANS=(
-  [lora-gc]=""                                                      # the preset as it is
-  [lora-nogc]="--set model.gradient_checkpointing=false"
-  [full-policy-lora-critic]="--set model.lora_rank=0"
-  [full-both]="--set model.lora_rank=0 --set critic.lora_rank=0"   # expected not to fit
+  [lora-gc]="$B4"                                                        # the preset as it is
+  [lora-nogc]="$B4 --set model.gradient_checkpointing=false"
+  [full-policy-lora-critic]="$B4 --set model.lora_rank=0"
+  [full-both]="$B4 --set model.lora_rank=0 --set critic.lora_rank=0"    # expected not to fit
+  # the rollout backends side by side, where scripts/gpu/device_vllm.py has installed vLLM
+  # (PYTHONPATH /tmp/site-vllm): SmolLM2-135M's real weights, then the 4B shape
+  [smollm2-kv]=""
+  [smollm2-vllm]="--set rollout.backend=vllm"
+  [lora-gc-vllm]="$B4 --set rollout.backend=vllm"
 )
 ORDER=(lora-gc lora-nogc full-policy-lora-critic full-both)
+if [ -d /tmp/site-vllm ]; then
+  export PYTHONPATH=/tmp/site-vllm:$PYTHONPATH
+  python3 -c "import vllm" 2>/dev/null && ORDER=(smollm2-kv smollm2-vllm lora-gc lora-gc-vllm "${ORDER[@]:1}")
+fi
 running() { pgrep -f "h200_4b.sh run-all" > /dev/null; }
 summary() {
   for plan in "${ORDER[@]}"; do
