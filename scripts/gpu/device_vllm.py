@@ -37,6 +37,7 @@ from pathlib import Path
 MANIFEST = "manifest.json"
 STASH = Path("/tmp/vllm-parts")
 SITE = Path("/tmp/site-vllm")
+PREPARED_SITE = Path("/tmp/site")       # ../shared/gpu/prepare.sh's staged wheels: carried too
 CHUNK = 1 << 20
 
 
@@ -314,10 +315,14 @@ def probe(site: Path) -> int:
     return 2 if any(line.startswith("import failed") for line in lines) else 0
 
 
-def write_freeze(out: Path) -> None:
-    """The device's own packages (sys.path without /tmp) as name==version, for
-    carry_vllm.py --device-freeze: KINDS.md gives few versions."""
-    paths = [p for p in sys.path if p and not p.startswith("/tmp")]
+def write_freeze(out: Path, carried: list[Path]) -> None:
+    """The device's own packages (sys.path without the folders packages were carried into) as
+    name==version, for carry_vllm.py --device-freeze: KINDS.md gives few versions."""
+    def under(path: str, folder: Path) -> bool:
+        p, f = Path(path).resolve(), folder.resolve()
+        return p == f or f in p.parents
+
+    paths = [p for p in sys.path if p and not any(under(p, c) for c in carried)]
     import importlib.metadata as md
     rows = sorted({f"{d.metadata['Name']}=={d.version}" for d in md.distributions(path=paths)},
                   key=str.lower)
@@ -338,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     total = len(manifest["parts"])
     done_mark = args.site / ".bundle-sha256"
     if os.environ.get("OUT"):             # every call: a sequence cut short still brings it back
-        write_freeze(Path(os.environ["OUT"]))
+        write_freeze(Path(os.environ["OUT"]), [args.site, args.stash, PREPARED_SITE])
     try:
         if not (done_mark.is_file() and done_mark.read_text() == manifest["bundle"]["sha256"]):
             taken = store(manifest, args.carried, args.stash)
