@@ -78,7 +78,7 @@ def find_missing_steps(episodes: list[dict[str, Any]]) -> list[Finding]:
             without = [ep for ep in eps if not S.took_before_answer(gym, _turns(ep), step)]
             if len(without) / len(eps) < MISSING_FRAC:
                 continue
-            took = sum(any(step in S.turn_steps(gym, t) for t in _turns(ep)) for ep in eps)
+            took = sum(step in S.taken(gym, _turns(ep)) for ep in eps)    # as took/<gym>/<step>
             shown = [_blind_turn(gym, ep) for ep in without]
             quotes = _quotes([t for t in shown if t])
             what = S.WHAT[step]
