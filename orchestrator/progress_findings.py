@@ -88,7 +88,10 @@ def find_missing_steps(episodes: list[dict[str, Any]]) -> list[Finding]:
                 f"{len(without)} of {len(eps)} recent {gym} episodes never used {what} {when} "
                 f"({took} used it at any turn){_eg(quotes)}.",
                 {"step": step, "what": what, "episodes": len(eps), "without": len(without),
-                 "took_at_all": took, "examples": quotes}))
+                 "took_at_all": took, "examples": quotes,
+                 # the trainer's share of the gym's episodes taking the step: a remedy's Expect
+                 # names it (orchestrator.agents.remedies.step_expect; SKILL.md for a CLI agent)
+                 "metric": f"took/{gym}/{step}"}))
     return out
 
 
