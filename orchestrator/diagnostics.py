@@ -563,7 +563,8 @@ def summarize(run_dir: Path | str, window: int = 10, samples: int = 2) -> dict[s
     metrics = read_metrics(run_dir)
     episodes = read_episodes(run_dir)
     names = list(SUMMARY_METRICS) + sorted({k for r in metrics[-1:] for k in r
-                                            if k.startswith(("success/", "score/", "reward/", "invalid/", "repeat/"))
+                                            if k.startswith(("success/", "score/", "reward/", "invalid/", "repeat/",
+                                                             "took/"))
                                             and k not in ("reward/mean", "score/mean")})
     trends = {}
     for name in names:

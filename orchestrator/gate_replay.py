@@ -1,12 +1,12 @@
 """The gate's refusal of a reward module that cannot pay where its commit says it will.
 
 A commit that switches on or adds a reward module and whose `Expect:` line names a gym
-(`score/travel`, `success/function`, `reward/tau`) is refused when the module, replayed on that
-gym's recent turns (the newest trajectory files the diagnosis reads, orchestrator.replay), pays
-nothing there: nothing it pays on happened in that gym lately, so the effect the commit expects
-cannot come from it. A gym with too few recent turns to say (orchestrator.progress_findings'
-IDLE_MIN_TURNS) is not judged. The built-in agent runs the same replay before it commits; this
-makes the rule hold for Claude Code, Codex and people too.
+(`score/travel`, `success/function`, `reward/tau`, `took/tau/identify`) is refused when the
+module, replayed on that gym's recent turns (the newest trajectory files the diagnosis reads,
+orchestrator.replay), pays nothing there: nothing it pays on happened in that gym lately, so the
+effect the commit expects cannot come from it. A gym with too few recent turns to say
+(orchestrator.progress_findings' IDLE_MIN_TURNS) is not judged. The built-in agent runs the same
+replay before it commits; this makes the rule hold for Claude Code, Codex and people too.
 """
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from orchestrator.gate_context import GateContext
 from orchestrator.progress_findings import IDLE_MIN_TURNS
 from orchestrator.workspace import Workspace
 
-_EXPECT_GYM = re.compile(r"\b(?:success|score|reward)/([\w-]+)")
+# took/<gym>/<step>: the share of episodes taking a step, the built-in agent's Expect for a
+# missing step (orchestrator.agents.remedies.step_expect); its gym is the name after took/
+_EXPECT_GYM = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
 
 
 def expected_gyms(message: str, gyms: tuple[str, ...]) -> list[str]:

@@ -78,7 +78,7 @@ def find_missing_steps(episodes: list[dict[str, Any]]) -> list[Finding]:
             without = [ep for ep in eps if not S.took_before_answer(gym, _turns(ep), step)]
             if len(without) / len(eps) < MISSING_FRAC:
                 continue
-            took = sum(any(step in S.turn_steps(gym, t) for t in _turns(ep)) for ep in eps)
+            took = sum(step in S.taken(gym, _turns(ep)) for ep in eps)    # as took/<gym>/<step>
             shown = [_blind_turn(gym, ep) for ep in without]
             quotes = _quotes([t for t in shown if t])
             what = S.WHAT[step]
@@ -88,7 +88,10 @@ def find_missing_steps(episodes: list[dict[str, Any]]) -> list[Finding]:
                 f"{len(without)} of {len(eps)} recent {gym} episodes never used {what} {when} "
                 f"({took} used it at any turn){_eg(quotes)}.",
                 {"step": step, "what": what, "episodes": len(eps), "without": len(without),
-                 "took_at_all": took, "examples": quotes}))
+                 "took_at_all": took, "examples": quotes,
+                 # the trainer's share of the gym's episodes taking the step: a remedy's Expect
+                 # names it (orchestrator.agents.remedies.step_expect; SKILL.md for a CLI agent)
+                 "metric": f"took/{gym}/{step}"}))
     return out
 
 

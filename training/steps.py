@@ -3,8 +3,9 @@ for the first time in its episode.
 
 A leaf module (no torch), read by `training.rewards` (it marks every turn record with
 `first_steps` before the reward modules see it, so a module can pay a step once per episode, at
-the turn that first took it), by the gate's replay and by the meta-agent's diagnostics (which
-judge trajectories written before the mark the same way).
+the turn that first took it), by the trainer's `took/<gym>/<step>` metrics (the share of a gym's
+episodes that took each needed step), by the gate's replay and by the meta-agent's diagnostics
+(which judge trajectories written before the mark the same way).
 
 The steps a gym's success needs (NEEDED), and why (each gym's module docstring):
   travel    search    `[search]`: option ids come only from search results, and an `[answer]`
@@ -143,6 +144,12 @@ def first_steps(gym: str, turns: list[dict[str, Any]]) -> list[list[str]]:
         seen.update(new)
         out.append(new)
     return out
+
+
+def taken(gym: str, turns: list[dict[str, Any]]) -> set[str]:
+    """The steps an episode took at any turn: the trainer's `took/<gym>/<step>` counts an episode
+    whose set holds the step, as the missing-step finding's "used it at any turn" does."""
+    return {s for new in first_steps(gym, turns) for s in new}
 
 
 def mark_first_steps(episode: dict[str, Any]) -> None:

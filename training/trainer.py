@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from training import budget, checkpoint, live, metrics, rewards
+from training import budget, checkpoint, live, metrics, rewards, steps
 from training import distributed as D
 from training import hold as hold_mod
 from training.benches import TaskDataError, load_bench_tasks, train_gyms
@@ -589,6 +589,13 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         if mine_turns:
             out[f"invalid/{gym}"] = float(np.mean([t.get("invalid_action", False) for t in mine_turns]))
             out[f"repeat/{gym}"] = float(np.mean([t.get("repeated", False) for t in mine_turns]))
+        # the share of the gym's episodes that took each step its success needs, at any turn
+        # (training.steps, as the diagnosis and the replay judge a step): a worked example or a
+        # step reward changes this first; in the CPU run of 16 steps score/tau stayed 0 while the
+        # policy shown the tau example began asking for name and zip code
+        taken = [steps.taken(gym, r["turns"]) for r in mine]
+        for step in steps.NEEDED.get(gym, ()):
+            out[f"took/{gym}/{step}"] = float(np.mean([step in t for t in taken]))
         for arm in sorted({r["user_arm"] for r in mine if r["user_arm"]}):
             arm_eps = [r for r in mine if r["user_arm"] == arm]
             out[f"reward/{gym}/{arm}"] = float(np.mean([r["return"] for r in arm_eps]))

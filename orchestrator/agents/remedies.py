@@ -6,8 +6,10 @@ Remedies, of the kinds the paper names (sections 4.2 and 4.3):
   examples that takes the step is moved first, or an invented one is added first, so the
   examples the policy is shown take it;
 - a reward for the missing step (rewards/eau_step_<gym>_<step>.py), paid once per episode at the
-  turn that first takes it (`first_steps`, marked by the trainer: training.steps) and judged by
-  `score/<gym>`, the environment's own score, which no module adds to;
+  turn that first takes it (`first_steps`, marked by the trainer: training.steps); it and the
+  worked example are judged by `took/<gym>/<step>`, the share of the gym's episodes that take
+  the step (the trainer's metric), then by `score/<gym>`, the environment's own score, which no
+  module adds to;
 - curriculum through the user's knobs: easier disclosure (one more fact per reply, else a lower
   match threshold) while a gym's success is 0 and its episodes run to the turn cap; judged by
   the facts known after each recorded turn, summed (a fact disclosed sooner counts more: three
@@ -41,8 +43,9 @@ STEP_SOURCE = '''"""Step reward written by the built-in meta-agent: {pay} once p
 that first takes the step "{step}" ({what}), which the gym's success needs (or, for
 "disclosed", which comes before any answer that is not a guess) and which most recent episodes
 never took before answering. The trainer marks each turn's `first_steps`
-(training/steps.py), so a step taken again earns nothing more. Judge it by score/{gym}, the
-environment's own score, which no module adds to."""
+(training/steps.py), so a step taken again earns nothing more. Judge it by took/{gym}/{step}
+where the trainer logs it (the share of episodes that take a step the gym's success needs), then
+by score/{gym}, the environment's own score, which no module adds to."""
 
 APPLIES_TO = [{gym!r}]
 STEP = {step!r}
@@ -87,7 +90,7 @@ STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("travel", "search"): _TRAVEL_SEARCH_FIRST, ("tau", "identify"): _TAU_IDENTIFY,
     ("tau", "lookup"): _TAU_IDENTIFY}
 MAX_EXAMPLES = 10            # schema/demonstrations.schema.json: maxItems per gym
-_METRIC = re.compile(r"\b(?:success|score|reward)/([\w-]+)")
+_METRIC = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
 
 
 @dataclass
@@ -109,6 +112,17 @@ class Intervention:
 
 
 # ----------------------------------------------------------------------------- worked examples
+
+
+def step_expect(gym: str, step: str) -> str:
+    """The Expect line of a remedy for a missing step: the share of the gym's episodes that take
+    it (the trainer's `took/<gym>/<step>`) first, then the gym's score. The CPU run of 16 steps
+    took the tau worked example back after 4 steps as "no effect on score/tau", which stayed 0
+    while the policy had begun asking for name and zip code: the step moves first. A step the
+    trainer logs no share of (`disclosed`) is judged by score/<gym> alone."""
+    if step in S.NEEDED.get(gym, ()):
+        return f"took/{gym}/{step} rises, then score/{gym}."
+    return f"score/{gym} rises."
 
 
 def example_takes(gym: str, step: str, example: dict[str, Any]) -> bool:
@@ -151,7 +165,7 @@ def worked_example(p, gym: str, step: str, why: str) -> Intervention | None:
         f"{why} None of the {shown} worked example(s) the policy is shown uses it; a worked "
         f"exchange in the context is how this 135M policy learnt the action format (0 -> 81% of "
         f"valid turns on held-out IntentionGym tasks).",
-        f"score/{gym} rises.",
+        step_expect(gym, step),
         knobs=knobs, files={rel: json.dumps(data, indent=2, ensure_ascii=False) + "\n"})
 
 
@@ -169,7 +183,7 @@ def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
         return None
     return Intervention(f"Show {gym} one more worked example that uses {S.WHAT[step]} ({shown} -> {new})",
                         f"{why} The examples shown use it, yet the policy does not; one more shows "
-                        f"it again.", f"score/{gym} rises.", knobs={knob: new})
+                        f"it again.", step_expect(gym, step), knobs={knob: new})
 
 
 # ----------------------------------------------------------------------------- step rewards
@@ -190,7 +204,7 @@ def step_reward(p, gym: str, step: str, why: str) -> Intervention | None:
         f"Add step reward {name}: {STEP_PAY} at a {gym} episode's first {S.NOUN.get(step, step)}",
         f"{why} Paid once per episode at its first occurrence, the step earns more than skipping it "
         f"and cannot be farmed by repeating it.",
-        f"score/{gym} rises.",
+        step_expect(gym, step),
         knobs={f"reward.modules.{name}": {"enabled": True, "weight": 1.0}}, files={rel: source})
 
 

@@ -75,11 +75,14 @@ def test_knob_table_has_schema_limits_and_current_values(tmp_path):
 
 
 def test_summary_reports_trends_and_samples(tmp_path):
-    run = write_run(tmp_path / "run-001", 20, metric_fn=lambda s, r: {"reward/mean": s / 20},
+    run = write_run(tmp_path / "run-001", 20, metric_fn=lambda s, r: {"reward/mean": s / 20,
+                                                                     "took/colbench/submit": 0.25},
                     episodes_fn=lambda s, r: [episode("colbench", task=f"t{i}", first=f"a{i}")
                                               for i in range(4)])
     summary = diagnostics.summarize(run, window=5)
     assert summary["steps"] == 20
+    # the share of episodes taking a needed step, which a missing step's remedy is judged by
+    assert summary["trends"]["took/colbench/submit"]["latest"] == 0.25
     assert summary["trends"]["reward/mean"]["first"] < summary["trends"]["reward/mean"]["last"]
     assert len(summary["sample_failures"]) == 2 and math.isclose(summary["trends"]["reward/mean"]["latest"], 1.0)
 

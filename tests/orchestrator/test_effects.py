@@ -42,6 +42,10 @@ def test_target_comes_from_expect_line_or_the_knobs_changed():
     # "rises" (the demo's fix for refused actions was once measured as harm and nearly reverted)
     assert effects.target_of("x\nExpect: episode/invalid_rate falls, then reward/mean rises.", {}, []) \
         == ("episode/invalid_rate", "down")
+    # a missing step's remedy names the share of episodes taking the step first (two parts after
+    # took/, both kept), then the score it should lead to
+    assert effects.target_of("x\nExpect: took/tau/identify rises, then score/tau.", {}, ["tau"]) \
+        == ("took/tau/identify", "up")
     assert effects.target_of("x", {"user.colbench.facts_per_reply": (3, 1)}, []) == ("user/leak_rate", "down")
     assert effects.target_of("x", {"env.travel.max_steps": (8, 12)}, []) == ("success/travel", "up")
     assert effects.target_of("x", {"agent.entropy_coeff": (0.0, 0.004)}, []) == ("actor/entropy", "up")
@@ -134,3 +138,21 @@ def test_a_commit_the_trainer_never_applied_is_unmeasured_with_the_reason(tmp_pa
                                   f"whose effect it shares"
     assert found[last].reason == "run-001 ended at step 8 before the trainer applied it"
     assert (found[last].metric, found[last].label) == ("score/colbench", "unmeasured")
+
+
+def test_a_missing_steps_remedy_is_measured_on_the_share_taking_the_step(tmp_path, monkeypatch):
+    """The CPU run of 16 steps took a tau worked example back as "no effect on score/tau": the
+    score stayed 0 while the policy began identifying the user. Its Expect names
+    took/tau/identify, which rises beyond the noise floor while score/tau stays 0."""
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp = tmp_path / "exp"
+    ws = make_workspace(exp / "workspace")
+    sha = _commit(ws, "env.tau.demonstrations", 1, "Show tau a worked example\n\nWhy: x\n"
+                  "Expect: took/tau/identify rises, then score/tau.")
+    took = [0.0, 0.1, 0.0, 0.0, 0.1, 0.4, 0.5, 0.4, 0.6, 0.5]
+    run = write_run(exp / "run-001", 10, metric_fn=lambda s, r: {
+        "score/tau": 0.0, "took/tau/identify": took[s - 1]})
+    add_event(run, event="applied", commit=sha, step=6)
+    (e,) = effects.update_effects(exp, run, ws, window=5)
+    assert (e.metric, e.direction, e.label) == ("took/tau/identify", "up", "helped")
+    assert (e.before, e.after) == (0.04, 0.48)

@@ -572,6 +572,19 @@ def test_a_module_expected_to_move_a_gym_where_its_replay_pays_nothing_is_refuse
     assert judge_one(exp).accepted
 
 
+def test_an_expect_line_naming_the_share_taking_a_step_names_its_gym():
+    """The built-in agent's Expect for a missing step, `took/<gym>/<step> rises, then
+    score/<gym>.`: the gym after took/ is the one a module must pay in, for the gate as for the
+    agent's own replay."""
+    from orchestrator.agents.remedies import Intervention, target_gyms
+    from orchestrator.gate_replay import expected_gyms
+
+    assert expected_gyms("x\n\nWhy: y\nExpect: took/function/probe rises.\n",
+                         ("function", "travel")) == ["function"]
+    act = Intervention("x", "y", "took/travel/search rises.")
+    assert target_gyms(act, ["function", "travel"]) == ["travel"]
+
+
 def test_the_builtin_agents_step_rewards_and_worked_examples_pass_the_gate(exp):
     """A step reward and the invented worked examples (the TauGym one put first) are accepted."""
     from orchestrator.agents.remedies import STEP_EXAMPLES, STEP_SOURCE

@@ -27,6 +27,8 @@ def test_a_needed_step_never_taken_is_found_per_gym_with_counts_and_two_quotes()
                           ("colbench", "submit"), ("retail", "read")}
     travel = found[("travel", "search")]
     assert (travel.evidence["without"], travel.evidence["episodes"], travel.evidence["took_at_all"]) == (3, 4, 1)
+    # the trainer's metric of the same count (1 of 4), which a remedy's Expect names
+    assert travel.evidence["metric"] == "took/travel/search"
     # the turns quoted are the blind answers themselves
     assert travel.evidence["examples"] == ['"[answer] H5"', '"[answer] H2"']
     assert travel.message.startswith("3 of 4 recent travel episodes never used [search] before answering")

@@ -62,7 +62,8 @@ def test_the_skill_names_the_findings_and_its_replay_script_runs(tmp_path):
 
     text = (ROOT / "skills" / "eau" / "SKILL.md").read_text()
     for kind in ("missing_step", "early_answer", "restated_prompt", "idle_module", "reward_hack",
-                 "no_effect", "first_steps", "replay.py"):
+                 "no_effect", "first_steps", "replay.py",
+                 "Expect: took/<gym>/<step> rises, then score/<gym>."):
         assert kind in text, kind
     from episodes import write_steps
     write_steps(tmp_path / "run-001", {1: [travel_blind(), function_guess()], 2: [travel_blind()]})

@@ -52,3 +52,21 @@ def test_the_trainer_marks_first_steps_before_the_modules_run():
     rewards.score_episode(episode, [], {}, rewards.ScoreStats())
     assert [t["first_steps"] for t in episode["turns"]] == \
         [["ask", "disclosed"], ["search"], [], ["answer"]]
+
+
+def test_the_trainer_logs_the_share_of_each_gyms_episodes_that_took_each_needed_step():
+    """`took/<gym>/<step>` per step: what a worked example or a step reward changes first, while
+    score/<gym> of a small policy stays 0; judged by training.steps, as the diagnosis judges it."""
+    from training.trainer import episode_metrics
+
+    records = [travel_searching(), travel_blind(), tau_identified(), tau_unidentified()]
+    m = episode_metrics([r | {"return": 0.0} for r in records])
+    assert m["took/travel/search"] == 0.5
+    # tau identifies by a find_user_id_by_name_zip call that found the user (tau_identified's),
+    # not by listing the tools that name it (tau_unidentified's `[search] tools`)
+    assert m["took/tau/identify"] == 0.5 and m["took/tau/lookup"] == 0.5
+    assert not any(k.startswith(("took/travel/probe", "took/colbench")) for k in m)
+    missed = tau_identified()
+    missed["turns"][0]["tool_calls"][0]["result"] = "Error: user not found"
+    missed["turns"][1]["tool_calls"] = []
+    assert episode_metrics([missed | {"return": 0.0}])["took/tau/identify"] == 0.0

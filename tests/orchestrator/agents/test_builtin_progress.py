@@ -61,7 +61,10 @@ def test_tau_is_shown_a_worked_example_that_identifies_the_user_first(tmp_path, 
     msg = last_msg(exp)
     assert msg.startswith("Show tau a worked example that uses find_user_id_by_name_zip first")
     assert "6 of 6 recent tau episodes never used find_user_id_by_name_zip" in msg
-    assert "Expect: score/tau rises." in msg
+    # judged by the share of tau episodes that identify the user, which the example changes
+    # first (score/tau of a small policy stays 0 for many steps), then by the score
+    assert "Expect: took/tau/identify rises, then score/tau." in msg
+    assert effects.target_of(msg, {}, ["tau", "travel"]) == ("took/tau/identify", "up")
 
 
 def _run_module(src, turn_):
@@ -85,7 +88,7 @@ def test_a_step_some_episodes_take_is_rewarded_once_at_its_first_occurrence(tmp_
     assert msg.startswith("Add step reward eau_step_travel_search: 0.1 at a travel episode's first [search]")
     assert "Before committing: replayed on the recent trajectories, eau_step_travel_search pays " \
            "1 of 12 recent travel turns (1 of 6 episodes)" in msg
-    assert "Expect: score/travel rises." in msg
+    assert "Expect: took/travel/search rises, then score/travel." in msg
     src = (exp / "workspace" / "rewards" / "eau_step_travel_search.py").read_text()
     assert _run_module(src, {"first_steps": ["search"]}) == 0.1
     assert _run_module(src, {"agent": "[search] hotel", "first_steps": []}) == 0.0   # a second search
@@ -101,6 +104,7 @@ def test_a_step_no_episode_takes_gets_no_reward_that_cannot_pay(tmp_path, monkey
     assert "eau_step_travel_search would pay nothing in travel (0 of 12 recent travel turns" in record(res)
     assert knobs(exp)["env"]["travel"]["demonstrations"] == 2
     assert last_msg(exp).startswith("Show travel one more worked example that uses [search] (1 -> 2)")
+    assert "Expect: took/travel/search rises, then score/travel." in last_msg(exp)
 
 
 def test_a_progress_reward_that_could_never_pay_in_function_is_not_committed(tmp_path, monkeypatch):
