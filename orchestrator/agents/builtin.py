@@ -372,11 +372,31 @@ class Planner:
             return None
         if not by_agent or re.search(r"^Reverts: ", msg, re.M):
             return None        # a person's change stays; a revert is not reverted back
+        guarded = self._guarded_modules(sha)
+        if guarded:
+            self.unremedied.append(
+                f"Revert {sha[:10]}: not committed, because it guards {', '.join(guarded)} against "
+                f"farmed credit (it stops paying turns that repeat an earlier turn of their episode): "
+                f"its effect is the credit it no longer pays, which a repeat rate within a window "
+                f"does not show until the policy has learnt to farm (on the H200, 0.14 -> 0.47-0.66 "
+                f"of elicited_fact's credit over 8-16 steps): {f.message}")
+            return None
         act = remedies.revert(self, sha, f)
         if act is not None:
             act.subject = f"Revert {sha[:10]}: no effect on {f.evidence.get('metric')}"
             act.expect = f"{f.evidence.get('metric')} stays within its noise floor."
         return act
+
+    def _guarded_modules(self, sha: str) -> list[str]:
+        """The reward modules `sha` guarded against farmed credit (GUARD_MARK added to them)."""
+        try:
+            parent = gitops.git(self.ws, "rev-parse", f"{sha}^").strip()
+            names = gitops.git(self.ws, "diff", "--name-only", parent, sha).split()
+        except gitops.GitError:
+            return []
+        return [Path(rel).stem for rel in names if rel.startswith("rewards/") and rel.endswith(".py")
+                and GUARD_MARK in (gitops.show_file(self.ws, sha, rel) or "")
+                and GUARD_MARK not in (gitops.show_file(self.ws, parent, rel) or "")]
 
     def on_format_learned(self, f: Finding, run_dir: Path) -> Intervention | None:
         """The policy writes valid actions: switch the format reward off (it credits form, not

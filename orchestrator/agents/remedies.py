@@ -404,7 +404,7 @@ def _vet_reopened_farm(p, act: Intervention, episodes: list[dict[str, Any]]) -> 
             return (f"{act.subject}: not committed, because replayed on the recent trajectories "
                     f"{m.group(1)} as it was before {act.reverts[:10]} would pay {n_then} turns "
                     f"repeating an earlier turn of their episode ({x_then:+.2f} in all) where it "
-                    f"pays {n_now} now ({x_now:+.2f}): taking the guard back reopens the farm.")
+                    f"pays {n_now} now ({x_now:+.2f}): taking it back would pay repeats again.")
     return None
 
 

@@ -272,13 +272,22 @@ def guard_commit(exp):
                              "Expect: episode/repeat_rate falls; score/mean does not fall.\n", "builtin", "s000")
 
 
+def guarded_farm(step):
+    """The farmed question under the guard: its repeats are asked, and paid nothing."""
+    e = farmed_travel(step)
+    for t in e["turns"]:
+        if t["repeated"]:
+            t["module_rewards"] = {"elicited_fact": 0.0}
+    return e
+
+
 @pytest.mark.parametrize("repeats", [True, False])
-def test_a_farm_guard_measured_no_effect_stays_while_its_revert_would_pay_repeats(tmp_path, monkeypatch, repeats):
-    """The CPU run of 16 steps (2026-12-05): s004 guarded elicited_fact against repeated tau
-    questions, s006 took the guard back as "no effect on episode/repeat_rate". Replayed, the
-    unguarded module pays the repeated questions of the recent episodes again, so the guard stays
-    and the record says why; where no recent turn repeats, nothing is reopened and it goes."""
-    eps = ({s: [farmed_travel(s), honest_travel(s)] for s in (10, 11, 12)} if repeats
+def test_a_farm_guard_measured_no_effect_stays(tmp_path, monkeypatch, repeats):
+    """CPU runs of 16 and 24 steps (2026-12-05): s004 guarded elicited_fact against repeated tau
+    questions; a later session took the guard back as "no effect on episode/repeat_rate", once
+    while recent turns still repeated and once when none did. A guard's effect is the credit it
+    no longer pays: it stays either way, and the record says why."""
+    eps = ({s: [guarded_farm(s), honest_travel(s)] for s in (10, 11, 12)} if repeats
            else {s: [honest_travel(s), honest_travel(s)] for s in (10, 11, 12)})
     exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
     sha = guard_commit(exp)
@@ -288,12 +297,35 @@ def test_a_farm_guard_measured_no_effect_stays_while_its_revert_would_pay_repeat
     add_event(exp / "run-001", event="applied", commit=sha, step=6)
     assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
     res = base.run_session(ctx(exp))
-    guarded = "_unguarded_turn_reward" in (exp / "workspace" / "rewards" / "elicited_fact.py").read_text()
-    reverted = any(f"Reverts: {sha}" in gitops.message(exp / "workspace", c) for c in res.commits)
-    if repeats:
-        assert guarded and not reverted
-        assert (f"Revert {sha[:10]}: no effect on episode/repeat_rate: not committed, because replayed "
-                f"on the recent trajectories elicited_fact as it was before {sha[:10]} would pay 6 turns "
-                f"repeating an earlier turn of their episode (+1.20 in all) where it pays 0 now") in record(res)
-    else:
-        assert reverted and not guarded
+    assert "_unguarded_turn_reward" in (exp / "workspace" / "rewards" / "elicited_fact.py").read_text()
+    assert not any(f"Reverts: {sha}" in gitops.message(exp / "workspace", c) for c in res.commits)
+    assert (f"Revert {sha[:10]}: not committed, because it guards elicited_fact against farmed "
+            f"credit") in record(res)
+
+
+def test_a_revert_that_would_pay_repeated_turns_again_is_not_committed(tmp_path, monkeypatch):
+    """Any revert that restores a reward module is replayed first: a module that paid once per
+    fact, put back where recent turns repeat questions, would pay the repeats again."""
+    from orchestrator.agents.remedies import revert
+    from orchestrator.agents.builtin import Planner
+    from orchestrator.finding import Finding
+
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [farmed_travel(s)] for s in (10, 11, 12)}, steps=0)
+    ws = exp / "workspace"
+    rel = ws / "rewards" / "elicited_fact.py"
+    rel.write_text(rel.read_text().replace("    if not turn.get(\"asked_question\"):",
+                                           "    if turn.get(\"repeated\") or not turn.get(\"asked_question\"):"))
+    sha = gitops.commit_all(ws, "Skip repeats\n\nWhy: a test.\nExpect: score/travel rises.\n", "builtin", "s000")
+    planner = Planner(knobs(exp), None, ws, ["travel"], set(), set(), bench="usergym",
+                      episodes=replay_episodes(exp), window=2)
+    act = revert(planner, sha, Finding("no_effect", None, "a test.", {"commit": sha, "metric": "score/travel"}))
+    assert act is not None and "rewards/elicited_fact.py" in act.files
+    assert planner.vetted([act]) is None
+    assert ("would pay 6 turns repeating an earlier turn of their episode (+1.20 in all) where it "
+            "pays 0 now (+0.00): taking it back would pay repeats again.") in planner.unremedied[-1]
+
+
+def replay_episodes(exp):
+    from orchestrator import replay
+
+    return replay.recent_episodes(exp / "run-001")
