@@ -25,6 +25,7 @@ from training.novelty import repeated_marks
 from training.steps import mark_first_steps
 
 RECENT_FILES = 3           # the trajectory files the diagnosis reads (diagnostics.read_episodes)
+OLDER_FILES = 12           # more, for a gym none of the newest files holds (older_episodes)
 CALL_S = 5.0               # one call over all replayed turns (or episodes) of a module
 LOAD_S = 5.0
 
@@ -55,6 +56,17 @@ def recent_episodes(run_dir: Path | str | None) -> list[dict[str, Any]]:
     from orchestrator import diagnostics
 
     return diagnostics.read_episodes(run_dir, RECENT_FILES) if run_dir else []
+
+
+def older_episodes(run_dir: Path | str, gyms: list[str]) -> list[dict[str, Any]]:
+    """Episodes of `gyms` from the OLDER_FILES trajectory files before the newest RECENT_FILES:
+    with 4 episodes a step over 5 gyms (the CPU preset) a gym is often absent from 3 steps."""
+    from orchestrator import diagnostics
+
+    files = RECENT_FILES + OLDER_FILES
+    eps = diagnostics.read_episodes(run_dir, files)
+    newest = {ep.get("step") for ep in diagnostics.read_episodes(run_dir, RECENT_FILES)}
+    return [ep for ep in eps if ep.get("gym") in gyms and ep.get("step") not in newest]
 
 
 def _marked(episodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

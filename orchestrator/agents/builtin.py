@@ -93,6 +93,7 @@ class Planner:
         self.episodes = episodes or []        # the recent trajectories every remedy is replayed on
         self.window = window                  # W: the steps "recent success" is the mean of
         self.metrics: list[dict[str, Any]] = []
+        self.run_dir: Path | None = None        # the run plan() reads (older trajectories for a replay)
         self.unremedied: list[str] = []     # findings left alone this session, with the reason
         self.findings: list[Finding] = []
         self.waiting: str | None = None       # a remedy still measured stops this session
@@ -154,6 +155,7 @@ class Planner:
                     "missing_step": self.on_missing_step, "early_answer": self.on_early_answer,
                     "no_effect": self.on_no_effect}
         self.unremedied, self.findings, self.waiting = [], findings, None
+        self.run_dir = run_dir
         self.metrics = diagnostics.read_metrics(run_dir)
         for f in findings:
             said = len(self.unremedied)

@@ -355,14 +355,23 @@ def vet(p, act: Intervention, episodes: list[dict[str, Any]], bench: str) -> tup
     """(why it cannot work, or None; what the replay showed, for the commit's Why)."""
     gyms = target_gyms(act, p.gyms)
     shown = []
-    for name, source in _module_changes(p, act).items():
+    modules = _module_changes(p, act)
+    run_dir = getattr(p, "run_dir", None)
+    unseen = [g for g in gyms if not any(ep.get("gym") == g for ep in episodes)]
+    if modules and unseen and run_dir is not None:
+        episodes = episodes + replay.older_episodes(run_dir, unseen)
+    for name, source in modules.items():
         pay, err = replay.module_pay(source, episodes)
         if err:
             return f"{act.subject}: {name} {err}.", ""
         seen = [g for g in gyms if g in pay]
         if not seen:
-            shown.append(f"{name} had no recent {'/'.join(gyms)} episodes to be replayed on")
-            continue
+            # The CPU run of 24 steps (2026-12-05) added eau_progress "for function" with no
+            # function episode among the newest files: what cannot be shown to pay is not
+            # committed, as easier disclosure the replay cannot judge is not
+            return (f"{act.subject}: not committed, because no {'/'.join(gyms)} episode of the "
+                    f"last {replay.RECENT_FILES + replay.OLDER_FILES} steps' trajectories could be "
+                    f"replayed to show that {name} would pay there.", "")
         if not any(pay[g].pays for g in seen):
             return (f"{act.subject}: not committed, because replayed on the recent trajectories "
                     f"{name} would pay nothing in {', '.join(seen)} "

@@ -56,7 +56,13 @@ def test_entropy_collapse_raises_entropy_coeff_within_delta(exp):
 
 
 def test_zero_success_adds_an_intermediate_reward_module(exp):
-    fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.0})
+    def disclosing(step, rng):         # a question the user answered: what the module would pay
+        eps = [episode("colbench", first=f"[action] q{i}") for i in range(2)]
+        for e in eps:
+            e["turns"][1].update(revealed_facts=["a"], new_facts=["a"])
+        return eps
+
+    fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.0}, episodes_fn=disclosing)
     base.run_session(make_ctx(exp, "builtin"))
     assert knobs(exp)["reward"]["modules"]["eau_progress"] == {"enabled": True, "weight": 0.5}
     src = (exp / "workspace" / "rewards" / "eau_progress.py").read_text()

@@ -118,6 +118,28 @@ def test_a_progress_reward_that_could_never_pay_in_function_is_not_committed(tmp
     assert "eau_progress would pay nothing in function" in record(res)
 
 
+@pytest.mark.parametrize("older", [False, True])
+def test_a_progress_reward_is_replayed_on_older_steps_of_its_gym_or_not_committed(tmp_path, monkeypatch, older):
+    """The CPU run of 24 steps (2026-12-05): s009 added eau_progress "for function" because no
+    function episode was in the newest 3 trajectory files ("had no recent function episodes to be
+    replayed on"). Older steps of the gym are replayed then; with none, nothing is committed."""
+    told = ep("function", [turn("[action] Which inputs matter?", "The first one.",
+                                revealed_facts=["f1"], new_facts=["f1"])])
+    by_step = {s: [travel_searching()] for s in (8, 9, 10)} | ({3: [told]} if older else {})
+    exp = usergym_exp(tmp_path, monkeypatch, by_step, steps=10,
+                      metrics=lambda s, r: {"success/function": 0.0, "success/travel": 0.5})
+    agent_commit(exp, "env.function.demonstrations", 3, "score/function rises.")   # all shown
+    res = base.run_session(ctx(exp))
+    added = "eau_progress" in knobs(exp)["reward"]["modules"]
+    assert added == older, record(res)
+    if older:
+        assert "Before committing: replayed on the recent trajectories, eau_progress pays 1 of 1 recent " \
+               "function turns" in last_msg(exp)
+    else:
+        assert ("not committed, because no function episode of the last 15 steps' trajectories could "
+                "be replayed to show that eau_progress would pay there") in record(res)
+
+
 def asking_persuade(step):
     """PersuadeGym's first training task, asked why three times, cut at the turn cap of 3."""
     return ep("persuade", [turn("[action] Why do you believe that video games are good?"),
