@@ -20,8 +20,8 @@ the device", gives the measured sizes). What it does, and why:
 5. Packs them (scripts/gpu/device_vllm.py `pack`) into one tar cut into parts small enough that
    a part plus the working tree stays under 64 MiB, one folder per call (.gpuwork/vllm/cNN/),
    with .gpuwork/vllm/tool/ (manifest.json and device_vllm.py) carried on every call.
-.gpuwork/ is ignored through .git/info/exclude. ../shared/gpu/prepare.sh empties .gpuwork/:
-run it before this script, not after.
+.gpuwork/ is ignored through .git/info/exclude. ../shared/gpu/prepare.sh (which
+scripts/gpu/prepare_project.sh runs) empties .gpuwork/: run it before this script, not after.
 """
 from __future__ import annotations
 

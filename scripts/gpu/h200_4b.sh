@@ -6,8 +6,8 @@
 # is benchmarks/step_profile.py's real step, 3 steps of the step-throughput workload (16 tasks x 4
 # samples, at most 10 turns x 128 tokens), its perf/* lines and peak memory kept. Started
 # detached, polled in back-to-back device calls (10 minutes at most each), packed into $OUT.
-# Run from the repository root on the device machine, after ../shared/gpu/prepare.sh's two
-# staging calls (PYTHONPATH=/tmp/site holds what the device lacks):
+# Run from the repository root on the device machine, after the two staging calls of
+# scripts/gpu/prepare_project.sh (PYTHONPATH=/tmp/site holds what the device lacks):
 #   bash scripts/gpu/h200_4b.sh start          # all plans, in the background
 #   bash scripts/gpu/h200_4b.sh poll 540       # waits up to 540 s; packs $OUT once all ended
 #   bash scripts/gpu/h200_4b.sh collect        # packs $OUT now

@@ -1,8 +1,8 @@
 #!/bin/bash
 # A comparison on the lent H200 that outlives one device call (10 minutes at most): started
 # detached, then polled in back-to-back calls, its results packed into $OUT at the end.
-# Run from the repository root on the device machine, after ../shared/gpu/prepare.sh's two
-# staging calls (PYTHONPATH=/tmp/site holds what the device lacks):
+# Run from the repository root on the device machine, after the two staging calls of
+# scripts/gpu/prepare_project.sh (PYTHONPATH=/tmp/site holds what the device lacks):
 #   bash scripts/gpu/h200_compare.sh start --bench usergym --methods ... (orchestrator compare's arguments)
 #   bash scripts/gpu/h200_compare.sh poll 540      # waits up to 540 s; packs $OUT once it ended
 #   bash scripts/gpu/h200_compare.sh collect       # packs $OUT now, ended or not
