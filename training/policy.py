@@ -363,13 +363,21 @@ def load_models(cfg: ModelConfig, *, seed: int, device: torch.device | None = No
             if m is not None and rank > 0:
                 freeze_to_bf16(m)
     if cfg.gradient_checkpointing:
+        # the recompute in backward must pick the attention kernel the forward picked: on the
+        # H200 the forward ran under attention_kernels (no cuDNN) and the recompute, outside
+        # it, took another kernel whose saved tensors differ ("Recomputed values ... have
+        # different metadata": (8, 32, 1865) against (8, 32, 1865, 1)), so both run under it
+        def kernels_twice():
+            return attention_kernels(device), attention_kernels(device)
+
+        kw = {"use_reentrant": False, "context_fn": kernels_twice}
         for m in (policy, value.backbone if value is not None else None):
             if m is None:
                 continue
             if hasattr(m, "activation_checkpointing_enable"):     # transformers 5.25's name
-                m.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+                m.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
             else:                                                 # the H200's 5.17
-                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+                m.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
     return Models(policy=policy, critic=value, reference=reference, tokenizer=tok,
                   device=device, path=path, autocast_dtype=pick_precision(cfg.precision, device))
 

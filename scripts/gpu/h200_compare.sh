@@ -26,6 +26,10 @@ case "${1:-}" in
   start)
     shift
     running && { echo "a comparison is running already"; exit 1; }
+    # carried folders live in the working tree, which later calls replace: the evaluations after
+    # training (a later call) found .gpuwork/userrl gone (2026-12-05, all 10 failed), so data for
+    # --eval-data-dir goes to /tmp, which stays while the machine is warm: pass /tmp/userrl
+    [ -d .gpuwork/userrl ] && { rm -rf /tmp/userrl; cp -r .gpuwork/userrl /tmp/userrl; }
     nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
     setsid nohup python3 -m orchestrator.cli compare --device cuda "$@" > "$log" 2>&1 < /dev/null &
     sleep 20; tail -5 "$log";;

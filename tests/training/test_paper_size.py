@@ -166,3 +166,28 @@ def test_a_shaped_lora_run_resumes_exactly(tmp_path, tiny_model_dir):
         a = torch.load(checkpoint.latest(tmp_path / "a" / "checkpoints") / part)
         b = torch.load(checkpoint.latest(tmp_path / "b" / "checkpoints") / part)
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), part
+
+
+def test_the_recompute_runs_under_the_forwards_attention_kernels(monkeypatch, tiny_model_dir):
+    """On the H200 the backward's recompute, outside the update's SDPA kernel choice, took
+    another attention kernel and torch refused its saved tensors; both now run under it."""
+    import contextlib
+
+    import training.policy as P
+
+    entered = []
+
+    @contextlib.contextmanager
+    def recording(device):
+        entered.append(device.type)
+        yield
+
+    monkeypatch.setattr(P, "attention_kernels", recording)
+    m = load_models(ModelConfig(path=str(tiny_model_dir), device="cpu", gradient_checkpointing=True),
+                    seed=0, critic=False)
+    assert arm_checkpointing(m.policy) == 2
+    ids = torch.tensor([[1, 50, 300, 7000, 12]])
+    logp, _ = P.action_logprobs(m.policy, ids, None, torch.tensor([[0, 0, 1, 1, 1]]))
+    assert len(entered) == 2                        # the forward of each of the 2 layers
+    logp.sum().backward()
+    assert len(entered) == 4                        # and each layer's recompute
