@@ -516,13 +516,18 @@ def diagnose(run_dir: Path | str, window: int = 10,
     invalid = find_invalid_actions(episodes)
     # refused turns come before deadlocks and low success, which they cause; a learned format
     # (help that may be withdrawn) comes last
+    # a farmed reward module trains the farming every step it pays: it is guarded before any
+    # other change is measured or made (the H200 comparison of 2026-12-05: elicited_fact paid 47%
+    # of its credit to repeated turns at step 20 while each EAU session acted on refused turns
+    # or on reverting, and it was never guarded in 24 steps)
     findings = (find_nan(metrics, window) + find_harm(effects or [])
+                + progress.find_farmed_credit(episodes)
                 + progress.effect_findings(effects or [])
                 + find_module_errors(metrics, episodes, window)
                 + [f for f in invalid if f.kind == "invalid_actions"]
-                # a farmed reward and repeated turns come before deadlocks, which they cause
-                # (looping episodes run to the turn limit)
-                + progress.find_farmed_credit(episodes) + find_loops(episodes)
+                # repeated turns come before deadlocks, which they cause (looping episodes run to
+                # the turn limit)
+                + find_loops(episodes)
                 # a user disclosing hidden facts unasked corrupts every signal after it: it is
                 # repaired before the policy is coached through the steps it misses
                 + find_leaks(episodes, metrics, window) + _progress_findings(episodes)

@@ -351,3 +351,19 @@ def replay_episodes(exp):
     from orchestrator import replay
 
     return replay.recent_episodes(exp / "run-001")
+
+
+def test_a_farmed_module_is_guarded_before_refused_turns_get_more_examples(tmp_path, monkeypatch):
+    """The H200 comparison of 2026-12-05: at step 20 elicited_fact paid 47% of its credit to
+    repeated turns while a third of the turns were refused, and every EAU session acted on the
+    refusals (more examples, a format reward and its revert): the farm was never guarded."""
+    refused = lambda: ep("travel", [turn("Sure, here is my plan", "Invalid action: start your message "  # noqa: E731
+                                         "with [search], [action] or [answer].", invalid_action=True)
+                                    for _ in range(3)])
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [refused(), refused(), farmed_travel(s)] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"episode/invalid_rate": 0.67})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert last_msg(exp).startswith("Pay elicited_fact for first disclosures only")
+    assert knobs(exp)["env"]["travel"]["demonstrations"] == 1          # the examples wait
