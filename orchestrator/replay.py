@@ -63,10 +63,14 @@ def older_episodes(run_dir: Path | str, gyms: list[str]) -> list[dict[str, Any]]
     with 4 episodes a step over 5 gyms (the CPU preset) a gym is often absent from 3 steps."""
     from orchestrator import diagnostics
 
-    files = RECENT_FILES + OLDER_FILES
-    eps = diagnostics.read_episodes(run_dir, files)
-    newest = {ep.get("step") for ep in diagnostics.read_episodes(run_dir, RECENT_FILES)}
-    return [ep for ep in eps if ep.get("gym") in gyms and ep.get("step") not in newest]
+    files = sorted((Path(run_dir) / "trajectories").glob("step-*.jsonl"))
+    if len(files) <= RECENT_FILES:
+        return []
+    eps = diagnostics.read_episodes(run_dir, RECENT_FILES + OLDER_FILES)
+    # read_episodes reads the newest files last: the episodes before the newest RECENT_FILES
+    # files' are the older ones (one read of the folder, not two)
+    first_recent = int(files[-RECENT_FILES].stem.split("-")[1])
+    return [ep for ep in eps if ep.get("gym") in gyms and (ep.get("step") or 0) < first_recent]
 
 
 def _marked(episodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

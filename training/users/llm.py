@@ -79,12 +79,11 @@ class LocalLLMUser:
         import torch
 
         tok = self.tokenizer
-        prompts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
         if os.environ.get("EAU_ROLLOUT_BACKEND", "kv") == "kv":
             # the policy's fast path (training/kvengine.py): each conversation keeps its cache in
             # a slot of this user's engine, so a turn runs only the new exchange, and decoding is
             # a CUDA-graph replay per token on GPU
-            ids = [tok.encode(p, add_special_tokens=False) for p in prompts]
+            ids = chat_prompt_ids(tok, conversations)
             torch.manual_seed(self.seed + self.calls)
             self.calls += 1
             was_training = self.model.training
@@ -95,6 +94,7 @@ class LocalLLMUser:
             finally:
                 self.model.train(was_training)
             return tok.batch_decode(new, skip_special_tokens=True)
+        prompts = [tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in conversations]
         tok.padding_side = "left"
         batch = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         batch = {k: v.to(self.model.device) for k, v in batch.items()}     # input_ids (B, P)
@@ -107,6 +107,12 @@ class LocalLLMUser:
                                       pad_token_id=tok.pad_token_id)              # (B, P + N)
         new = out[:, batch["input_ids"].shape[1]:]                                 # (B, N)
         return tok.batch_decode(new, skip_special_tokens=True)
+
+
+def chat_prompt_ids(tok, conversations: list[list[dict[str, str]]]) -> list[list[int]]:
+    """Each conversation as the user model's chat prompt, token ids ready to generate from."""
+    return [tok.encode(tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True),
+                       add_special_tokens=False) for c in conversations]
 
 
 def replies_by_temperature(states: list[UserState], generate, who: str) -> list[UserReply]:
@@ -154,8 +160,7 @@ class EngineLLMUser:
 
         tok = self.tokenizer
         stop = end_of_turn_ids(tok)
-        ids = [tok.encode(tok.apply_chat_template(c, tokenize=False, add_generation_prompt=True),
-                          add_special_tokens=False) for c in conversations]
+        ids = chat_prompt_ids(tok, conversations)
         samples = self.engine.generate(ids, max_new_tokens=self.max_new_tokens,
                                        temperature=temperature, stop_ids=stop,
                                        seed=self.seed + 1000 * self.calls, adapter=False)
