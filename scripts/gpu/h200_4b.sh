@@ -36,6 +36,8 @@ if [ -d /tmp/site-vllm ]; then
   export PYTHONPATH=/tmp/site-vllm:$PYTHONPATH
   python3 -c "import vllm" 2>/dev/null && ORDER=(smollm2-kv smollm2-vllm lora-gc lora-gc-vllm "${ORDER[@]:1}")
 fi
+# a session short of device time runs fewer plans: H200_4B_PLANS="lora-gc full-policy-lora-critic"
+[ -n "${H200_4B_PLANS:-}" ] && read -r -a ORDER <<< "$H200_4B_PLANS"
 running() { pgrep -f "h200_4b.sh run-all" > /dev/null; }
 summary() {
   for plan in "${ORDER[@]}"; do

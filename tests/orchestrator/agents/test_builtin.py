@@ -229,6 +229,7 @@ def test_invalid_actions_at_the_examples_limit_switch_on_the_format_reward(exp):
     exec((exp / "workspace" / "rewards" / "well_formed.py").read_text(), ns)
     assert ns["turn_reward"]({"invalid_action": True}) == 0.0
     assert ns["turn_reward"]({"invalid_action": False}) > 0.0
+    assert ns["turn_reward"]({"invalid_action": False, "repeated": True}) == 0.0   # no farm by repeats
 
 
 def test_format_reward_is_withdrawn_once_the_format_is_learned(exp):
