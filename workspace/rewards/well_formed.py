@@ -8,8 +8,8 @@ It credits the format, not the content, so it is help to withdraw: the built-in 
 switches it off again once at most 5% of recent turns are refused, before the policy learns to
 fill episodes with well-formed turns for their own sake. A turn repeating an earlier turn of its
 episode earns nothing: on the H200 comparison of 2026-12-05 (benchmarks/RESULTS-learning.md), 41-44%
-of what this module paid went to repeated turns ("What's your preferred cuisine?" five times in one
-travel episode) while held-out success did not move.
+of what this module paid went to repeated turns (`[search] test` ten times in one function
+episode) while held-out success did not move.
 """
 APPLIES_TO = ["travel", "function", "persuade", "tau", "turtle", "intention", "telepathy",
               "colbench", "retail", "airline", "telecom"]
