@@ -288,6 +288,12 @@ class Planner:
                 "episode/invalid_rate falls, then reward/mean rises.", knobs=writes)
         path = f"reward.modules.{FORMAT_MODULE}.enabled"
         modules = self.value("reward.modules") or {}
+        if (path, "False -> True") in self.avoid:
+            # a revert took it back (measured "no effect" or "harmed"): switching it on again on
+            # the same finding loops (the H100 rerun of 2026-12-05: on at 16, off at 20, on at 24)
+            self.unremedied.append(f"The format reward {FORMAT_MODULE} is not switched on again: a "
+                                   f"revert took it back after its window (git log, Reverts:).")
+            return None
         if FORMAT_MODULE in modules and not modules[FORMAT_MODULE].get("enabled") \
                 and (self.ws / "rewards" / f"{FORMAT_MODULE}.py").exists() and path not in self.busy:
             return Intervention(f"Enable the format reward {FORMAT_MODULE}",

@@ -232,6 +232,33 @@ def test_invalid_actions_at_the_examples_limit_switch_on_the_format_reward(exp):
     assert ns["turn_reward"]({"invalid_action": False, "repeated": True}) == 0.0   # no farm by repeats
 
 
+def test_a_format_reward_a_revert_took_back_is_not_switched_on_again(exp):
+    """Switched on, reverted as "no effect", and the same refusals seen again: the session leaves
+    it off and says why, instead of looping on, off, on."""
+    commit_knob(exp, "env.colbench.demonstrations", 3)
+    commit_knob(exp, "reward.modules.well_formed.enabled", True)
+    ws = exp / "workspace"
+    sha = subprocess.run(["git", "-C", str(ws), "rev-parse", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    k = knobs(exp)
+    k["reward"]["modules"]["well_formed"]["enabled"] = False
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2))
+    subprocess.run(["git", "-C", str(ws), "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qam",
+                    f"Revert {sha[:10]}: no effect\n\nWhy: no effect\nExpect: nothing moves\n\n"
+                    f"Reverts: {sha}"], check=True)
+
+    def mostly_refused(s, r):
+        eps = [refused_episode("colbench", turns=4, demos=3, i=i) for i in range(6)]
+        for ep in eps:
+            ep["turns"][-1].update(invalid_action=False, user="Ok.")
+        return eps
+    fresh_run(exp, episodes_fn=mostly_refused)
+    res = base.run_session(make_ctx(exp, "builtin"))
+    assert knobs(exp)["reward"]["modules"]["well_formed"]["enabled"] is False
+    assert "Enable the format reward" not in last_msg(exp)     # the session moves on to another finding
+    assert "not switched on again" in Path(res.transcript).read_text()
+
+
 def test_format_reward_is_withdrawn_once_the_format_is_learned(exp):
     """Help goes both ways: with at most 5% of turns refused, the format reward is switched off."""
     commit_knob(exp, "reward.modules.well_formed.enabled", True)
