@@ -140,10 +140,11 @@ def sampling_kwargs(max_new_tokens: int, temperature: float = 1.0, top_p: float 
     strings exactly max_new_tokens (EOS ignored, as the graph backend has no stop then); no
     top-k cut (-1: all tokens); temperature <= 0 or `greedy` is greedy (vLLM's temperature 0).
     Stop strings are matched on the text, so they make vLLM detokenise; the string is kept, as a
-    stop id is. logprobs: the sampled token's log-prob (`logprobs=0` returns it alone)."""
+    stop id is. logprobs: the sampled token's log-prob (`logprobs=0` returns it alone). top_k 0
+    is vLLM 0.26's "no cut" (vllm/sampling_params.py accepts -1 quietly but prefers 0)."""
     greedy = greedy or temperature <= 0
     kw = dict(max_tokens=int(max_new_tokens), temperature=0.0 if greedy else float(temperature),
-              top_p=1.0 if greedy else float(top_p), top_k=-1, seed=seed,
+              top_p=1.0 if greedy else float(top_p), top_k=0, seed=seed,
               stop_token_ids=[int(t) for t in stop_ids], ignore_eos=not stop_ids and not stop,
               skip_special_tokens=False, detokenize=bool(stop), logprobs=0 if logprobs else None)
     if stop:
@@ -304,6 +305,26 @@ class VLLMEngine:
         outs = self.llm.generate(build_requests(prompt_ids), params, use_tqdm=False,
                                  lora_request=self.adapter if adapter else None)
         return [_sample(o.outputs[0], stop_ids) for o in outs]
+
+    def score(self, sequences: list[list[int]], *, adapter: bool = True) -> list[list[float]]:
+        """The engine's log-prob of each token of each sequence given the tokens before it (the
+        first token has none), at temperature 1: how the trainer's and the engine's weights are
+        compared on a fixed text (scripts/gpu/vllm_check.py). vLLM returns these as prompt
+        log-probs (`SamplingParams(prompt_logprobs=0)`: the given token's alone), which skip the
+        prefix cache, and which are the same in its raw and processed logprobs modes."""
+        if not sequences:
+            return []
+        if self.asleep:
+            raise RuntimeError("the vLLM engine is asleep: wake it (VLLMEngine.wake) first.")
+        if any(len(s) < 2 for s in sequences):
+            raise ValueError("every sequence to score needs at least two tokens.")
+        from vllm import SamplingParams
+
+        params = SamplingParams(max_tokens=1, temperature=1.0, prompt_logprobs=0, detokenize=False)
+        outs = self.llm.generate(build_requests(sequences), params, use_tqdm=False,
+                                 lora_request=self.adapter if adapter else None)
+        return [[float(step[int(t)].logprob) for step, t in zip(o.prompt_logprobs[1:], seq[1:])]
+                for o, seq in zip(outs, sequences)]
 
     def sleep(self) -> None:
         """Free the GPU for the update: weights to CPU memory, KV cache dropped (level 1)."""

@@ -16,7 +16,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 top=/tmp/h200_4b
-WORKLOAD=(--bench usergym --steps 3 --set model.device=cuda
+# H200_4B_STEPS: steps per plan (3 by default; issue-style 5-step vLLM runs set 5)
+WORKLOAD=(--bench usergym --steps "${H200_4B_STEPS:-3}" --set model.device=cuda
           --set data.train_batch_size=16 --set rollout.n=4 --set rollout.max_turns=10
           --set rollout.response_length=128 --set rollout.user_llm=none)
 B4="--preset qwen3-4b"
@@ -29,7 +30,10 @@ declare -A PLANS=(
   # (PYTHONPATH /tmp/site-vllm): SmolLM2-135M's real weights, then the 4B shape
   [smollm2-kv]=""
   [smollm2-vllm]="--set rollout.backend=vllm"
-  [lora-gc-vllm]="$B4 --set rollout.backend=vllm"
+  # vLLM's share at 0.3: at start the trainer's LoRA 4B already holds ~42 GiB
+  # (training/shapes/README.md), and vLLM asks for its share of the whole card free, which an
+  # 80 GiB H100 has at 0.3 (24 GiB: 8 GiB of bf16 weights, the rest KV cache) and not at 0.5
+  [lora-gc-vllm]="$B4 --set rollout.backend=vllm --set rollout.gpu_memory_utilization=0.3"
 )
 ORDER=(lora-gc lora-nogc full-policy-lora-critic full-both)
 if [ -d /tmp/site-vllm ]; then
@@ -43,13 +47,19 @@ summary() {
   for plan in "${ORDER[@]}"; do
     f=$top/$plan/perf.jsonl
     if [ -s "$f" ]; then
-      python3 - "$plan" "$f" <<'EOF'
+      python3 - "$plan" "$f" "$top/$plan/smi.txt" <<'EOF'
 import json, sys
 rows = [json.loads(x) for x in open(sys.argv[2])]
 last = rows[-1]
+try:
+    smi = max(int(x) for x in open(sys.argv[3]).read().split() if x.isdigit()) / 1024
+except (OSError, ValueError):
+    smi = 0.0
 print(f"{sys.argv[1]:26s} steps {len(rows)}  step {last.get('perf/step_s', 0):.1f} s  rollout "
       f"{last.get('perf/rollout_tokens_per_s', 0):.0f} tok/s  update {last.get('perf/update_tokens_per_s', 0):.0f} "
-      f"tok/s  peak {max(r.get('perf/peak_mem_mb', 0) for r in rows) / 1024:.1f} GiB")
+      f"tok/s  peak {max(r.get('perf/peak_mem_mb', 0) for r in rows) / 1024:.1f} GiB torch, "
+      f"{smi:.1f} GiB card  valid {1 - last.get('episode/invalid_rate', 1):.2f}  "
+      f"sync {last.get('perf/weight_sync_s', 0):.2f} s")
 EOF
     else
       printf '%-26s no step: %s\n' "$plan" "$(grep -m1 -o 'OutOfMemoryError[^.]*\|CUDA out of memory[^.]*' "$top/$plan/log" 2>/dev/null || tail -1 "$top/$plan/log" 2>/dev/null)"
@@ -66,10 +76,15 @@ case "${1:-}" in
   run-all)
     for plan in "${ORDER[@]}"; do
       mkdir -p "$top/$plan"
+      # the card's used memory each second: torch's peak counter (perf/peak_mem_mb) does not
+      # see vLLM's own memory pool, which nvidia-smi does
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -l 1 > "$top/$plan/smi.txt" 2>/dev/null &
+      smi=$!
       # shellcheck disable=SC2086
       python3 benchmarks/step_profile.py "${WORKLOAD[@]}" ${PLANS[$plan]} --out "$top/$plan" \
           > "$top/$plan/log" 2>&1
       echo "$plan exit $?" >> "$top/done"
+      kill $smi 2>/dev/null
     done;;
   start)
     running && { echo "the plans are running already"; exit 1; }

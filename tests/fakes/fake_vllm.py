@@ -9,7 +9,8 @@ documented signatures; it runs no model.
 Every call is appended to `fake.calls` as (name, details). `generate` answers each request with
 `reply(prompt_token_ids, params_kwargs)`, cut to max_tokens and at the first stop id as vLLM
 does, and gives the k-th token the log-prob -0.1 * (k + 1) (a `Logprob` under the token's id,
-the shape `SamplingParams(logprobs=0)` returns). Set `fake.fail` to an exception for `LLM(...)`
+the shape `SamplingParams(logprobs=0)` returns); with `prompt_logprobs` set, each prompt token
+after the first gets -0.01 * its id (`RequestOutput.prompt_logprobs`, None first). Set `fake.fail` to an exception for `LLM(...)`
 to raise it.
 """
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Completion:
 @dataclass
 class Output:
     outputs: list[Completion]
+    prompt_logprobs: list[dict[int, Logprob] | None] | None = None
 
 
 class Model:
@@ -100,7 +102,11 @@ class FakeVLLM:
                     cut = next((k + 1 for k, t in enumerate(ids) if t in stops), len(ids))
                     ids = ids[:cut]
                     lps = [{t: Logprob(-0.1 * (k + 1), rank=1)} for k, t in enumerate(ids)]
-                    outs.append(Output([Completion(ids, lps)]))
+                    prompt_lps = None
+                    if p.kw.get("prompt_logprobs") is not None:   # the first token has none
+                        given = prompt["prompt_token_ids"]
+                        prompt_lps = [None] + [{t: Logprob(-0.01 * t, rank=1)} for t in given[1:]]
+                    outs.append(Output([Completion(ids, lps)], prompt_lps))
                 return outs
 
             def sleep(self, level: int = 1):

@@ -70,7 +70,7 @@ def test_peft_and_compiled_policy_send_merged_base_names():
 def test_sampling_parameters_follow_the_graph_backend():
     sample = V.sampling_kwargs(8, temperature=0.7, top_p=0.9, seed=4, stop_ids=[2, 3])
     assert (sample["max_tokens"], sample["temperature"], sample["top_p"], sample["top_k"],
-            sample["seed"]) == (8, 0.7, 0.9, -1, 4)
+            sample["seed"]) == (8, 0.7, 0.9, 0, 4)   # top_k 0: no cut
     assert sample["stop_token_ids"] == [2, 3] and sample["ignore_eos"] is False
     assert sample["logprobs"] == 0 and sample["detokenize"] is False and "stop" not in sample
     for greedy in (V.sampling_kwargs(16, temperature=0.0, top_p=0.9),
@@ -133,6 +133,21 @@ def test_generate_maps_sampling_and_returns_the_sampled_logprobs(monkeypatch, tm
     engine.generate([[4], [4]], max_new_tokens=1)
     drawn = [[p["seed"] for p in c["params"]] for c in fake.of("generate")[2:]]
     assert drawn[0] == drawn[1] and drawn[0][1] == drawn[0][0] + 1
+
+
+def test_score_returns_each_given_tokens_logprob_after_the_first(monkeypatch, tmp_path):
+    fake = install(monkeypatch)
+    engine = _engine(tmp_path)
+    scores = engine.score([[3, 10, 20], [4, 50]])
+    assert scores == [pytest.approx([-0.10, -0.20]), pytest.approx([-0.50])]
+    (call,) = fake.of("generate")
+    p = call["params"][0]
+    assert (p["prompt_logprobs"], p["temperature"], p["max_tokens"]) == (0, 1.0, 1)
+    with pytest.raises(ValueError, match="at least two tokens"):
+        engine.score([[1]])
+    engine.sleep()
+    with pytest.raises(RuntimeError, match="asleep"):
+        engine.score([[1, 2]])
 
 
 def test_weights_are_pushed_once_per_version_and_sleep_frames_the_update(monkeypatch, tmp_path):
