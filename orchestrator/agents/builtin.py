@@ -241,6 +241,23 @@ class Planner:
             return 0
         return len(data.get(gym) or []) if isinstance(data, dict) else 0
 
+    def _refusal_evidence(self, gyms: list[str], f: Finding) -> str:
+        """The refusal findings of the gyms an example goes to, in their own words; a gym no
+        finding judged is said to be one. The finding that led here may be another gym's: on the
+        H100 rerun of 2026-12-05 an example for function quoted tau's refusals, tau being at its
+        example limit."""
+        said = {x.gym: x.message for x in self.findings if x.kind == "invalid_actions" and x.gym}
+        pooled = [x for x in self.findings if x.kind == "invalid_actions" and not x.gym]
+        parts = [said[g] for g in gyms if g in said]
+        unjudged = [g for g in gyms if g not in said and not any(
+            g in (x.evidence.get("by_gym") or {}) for x in pooled)]
+        parts += [x.message for x in pooled]
+        if unjudged:
+            parts.append(f"No finding judged the refusals of {', '.join(unjudged)} (too few recent "
+                         f"turns, or not sampled lately), so {'it gets' if len(unjudged) == 1 else 'they get'} "
+                         f"an example as the gyms that refuse do.")
+        return " ".join(dict.fromkeys(parts)) or f.message
+
     def on_invalid_actions(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
@@ -282,7 +299,8 @@ class Planner:
             return Intervention(
                 f"Show one more worked example to {names} ({'/'.join(map(str, old))} -> "
                 f"{'/'.join(map(str, sorted(set(writes.values()))))})",
-                f"{f.message} Refused turns earn nothing, so PPO has no signal; a worked exchange in "
+                f"{self._refusal_evidence([p.split('.')[1] for p in writes], f)} Refused turns "
+                f"earn nothing, so PPO has no signal; a worked exchange in "
                 f"the context made an untrained 135M policy write valid actions (0 -> 81% of turns "
                 f"on held-out IntentionGym tasks).",
                 "episode/invalid_rate falls, then reward/mean rises.", knobs=writes)

@@ -300,6 +300,36 @@ def test_pooled_invalid_actions_raise_every_gym_of_the_run(tmp_path, monkeypatch
         {g: 0 if g in ("intention", "telepathy") else 1 for g in gyms}
 
 
+def test_an_example_for_an_unjudged_gym_does_not_quote_another_gyms_refusals(tmp_path, monkeypatch):
+    """tau refuses but is at its example limit; function was not sampled lately, so no finding
+    judged it, and it gets the example: the commit's Why says that, not tau's numbers (the H100
+    rerun of 2026-12-05 justified a function example with tau's refusals)."""
+    from runlogs import make_workspace
+
+    from orchestrator.agents.base import SessionContext
+
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    exp = tmp_path / "exp"
+    make_workspace(exp / "workspace")
+    for g in ("travel", "persuade", "tau", "turtle"):
+        commit_knob(exp, f"env.{g}.demonstrations", 3)             # the file holds 3 a gym
+    commit_knob(exp, "env.function.demonstrations", 2)
+    write_run(exp / "run-001", 10, gym="tau", episodes_fn=lambda s, r: [
+        refused_episode("tau", demos=3, i=i) for i in range(6)])
+    (exp / "run-001" / "config.json").write_text('{"gyms": []}\n')
+    ctx = SessionContext(agent="builtin", session_id="s001", exp_dir=exp, workspace=exp / "workspace",
+                         run_dir=exp / "run-001", bench="usergym", experience_dir=tmp_path / "pool",
+                         skill_path=Path(__file__).resolve().parents[3] / "skills/eau/SKILL.md")
+    res = base.run_session(ctx)
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["env"]["function"]["demonstrations"] == 3
+    assert knobs(exp)["env"]["tau"]["demonstrations"] == 3
+    why = last_msg(exp).split("Why:", 1)[1].split("Expect:", 1)[0]
+    assert "Show one more worked example to function (2 -> 3)" in last_msg(exp)
+    assert "No finding judged the refusals of function" in why
+    assert "tau agent turns" not in why
+
+
 def test_findings_without_a_remedy_are_named_not_nothing_to_change(exp):
     """Success zero and every episode truncated at the trainer's own turn cap, with nothing in the
     workspace left to move: the session says so and what would help, not 'nothing to change'."""
