@@ -16,11 +16,12 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 top=/tmp/h200_4b
-# H200_4B_STEPS: steps per plan (3 by default; issue-style 5-step vLLM runs set 5)
+# H200_4B_STEPS: steps of the SmolLM2 plans (3 by default; 5 for the 5-step vLLM run); the 4B
+# plans run 3 whatever it says (a later --steps wins), as a 4B step takes minutes
 WORKLOAD=(--bench usergym --steps "${H200_4B_STEPS:-3}" --set model.device=cuda
           --set data.train_batch_size=16 --set rollout.n=4 --set rollout.max_turns=10
           --set rollout.response_length=128 --set rollout.user_llm=none)
-B4="--preset qwen3-4b"
+B4="--preset qwen3-4b --steps 3"
 declare -A PLANS=(
   [lora-gc]="$B4"                                                        # the preset as it is
   [lora-nogc]="$B4 --set model.gradient_checkpointing=false"
