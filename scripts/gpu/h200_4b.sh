@@ -42,6 +42,7 @@ if [ -d /tmp/site-vllm ]; then
   python3 -c "import vllm" 2>/dev/null && ORDER=(smollm2-kv smollm2-vllm lora-gc lora-gc-vllm "${ORDER[@]:1}")
 fi
 # a session short of device time runs fewer plans: H200_4B_PLANS="lora-gc full-policy-lora-critic"
+# (give it to poll too, or poll's summary lists the plans not run as "no step")
 [ -n "${H200_4B_PLANS:-}" ] && read -r -a ORDER <<< "$H200_4B_PLANS"
 running() { pgrep -f "h200_4b.sh run-all" > /dev/null; }
 summary() {
