@@ -209,16 +209,19 @@ def test_invalid_actions_show_one_more_worked_example(exp):
     assert "Expect: episode/invalid_rate falls" in msg
 
 
+def mostly_refused(step, rng):
+    """colbench at its example limit, 3 turns of 4 refused: the format reward can pay the fourth."""
+    eps = [refused_episode("colbench", turns=4, demos=3, i=i) for i in range(6)]
+    for ep in eps:
+        ep["turns"][-1].update(invalid_action=False, user="Ok.")
+    return eps
+
+
 def test_invalid_actions_at_the_examples_limit_switch_on_the_format_reward(exp):
     """The knob already shows every example the file holds (3 for colbench): the shipped format
     reward is switched on instead, and its turn reward credits accepted turns only."""
     commit_knob(exp, "env.colbench.demonstrations", 3)
 
-    def mostly_refused(s, r):        # 3 turns of 4 refused: the format reward can pay the fourth
-        eps = [refused_episode("colbench", turns=4, demos=3, i=i) for i in range(6)]
-        for ep in eps:
-            ep["turns"][-1].update(invalid_action=False, user="Ok.")
-        return eps
     fresh_run(exp, episodes_fn=mostly_refused)
     res = base.run_session(make_ctx(exp, "builtin"))
     assert res.status == base.OK, res.reason
@@ -247,11 +250,6 @@ def test_a_format_reward_a_revert_took_back_is_not_switched_on_again(exp):
                     f"Revert {sha[:10]}: no effect\n\nWhy: no effect\nExpect: nothing moves\n\n"
                     f"Reverts: {sha}"], check=True)
 
-    def mostly_refused(s, r):
-        eps = [refused_episode("colbench", turns=4, demos=3, i=i) for i in range(6)]
-        for ep in eps:
-            ep["turns"][-1].update(invalid_action=False, user="Ok.")
-        return eps
     fresh_run(exp, episodes_fn=mostly_refused)
     res = base.run_session(make_ctx(exp, "builtin"))
     assert knobs(exp)["reward"]["modules"]["well_formed"]["enabled"] is False
