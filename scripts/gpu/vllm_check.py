@@ -38,12 +38,14 @@ TEMPERATURE = 0.7         # the rollout temperature of check 2 (not 1, so the co
 
 
 def trainer_logprobs(policy, seq: list[int], temperature: float = 1.0) -> list[float]:
-    """log softmax(logits / T) of each token given those before it: training/policy.py's rule."""
+    """log softmax(logits / T) of each token given those before it, by the update's own
+    function (training/ppo.py, logprobs_from_logits)."""
+    from training.ppo import logprobs_from_logits
+
     ids = torch.tensor([seq], device=next(policy.parameters()).device)
     with torch.no_grad():
-        logits = policy(ids).logits[0, :-1].float() / temperature
-    lp = torch.log_softmax(logits, dim=-1).gather(-1, ids[0, 1:, None])[:, 0]
-    return lp.tolist()
+        logits = policy(ids).logits[:, :-1].float() / temperature
+    return logprobs_from_logits(logits, ids[:, 1:])[0].tolist()
 
 
 def compare(a: list[float], b: list[float]) -> dict:
