@@ -103,8 +103,9 @@ def build_prompt(ctx: SessionContext) -> str:
         f"Intervention ledger (read-only): {ctx.exp_dir / 'ledger.jsonl'}",
         f"Skill scripts: {sys.executable} {ctx.skill_path.parent / 'scripts'}/<summarize|diagnose|"
         f"knobs|effects>.py (see the skill for their arguments)",
-        "Follow the skill's instructions. Make at most one focused intervention, commit it with "
-        "`Why:` and `Expect:` lines, or make none when nothing needs fixing.",
+        "Follow the skill's instructions. Make at most one focused intervention per gym (one that "
+        "reaches every gym goes alone), commit each with `Why:` and `Expect:` lines, or make none "
+        "when nothing needs fixing.",
         "",
         "Diagnostics now:" if findings else "Diagnostics now: no failure mode detected.",
         *[f"- [{f.kind}{'/' + f.gym if f.gym else ''}] {f.message}" for f in findings],

@@ -1,6 +1,7 @@
 """The built-in meta-agent: offline, no network, runs the skill's diagnostics and acts on them.
 
-It makes at most one intervention per session (so each measured effect has one cause), choosing
+It makes one intervention per gym per session (so each measured effect has one cause: a change
+to one gym is judged on that gym's metric, and a change that reaches every gym goes alone), choosing
 among the interventions the paper records (appendix A.2, Table 7; section 4.6), most urgent first:
 
   nan / irreversible collapse -> ask for a resume from the last good checkpoint, else a restart
@@ -80,7 +81,8 @@ GENERIC_KINDS = frozenset({"nan", "harm", "entropy_collapse", "template_collapse
 
 
 class Planner:
-    """Turns findings into one intervention, within the knobs' limits."""
+    """Turns findings into an intervention, within the knobs' limits (run() asks again for the
+    findings of the gyms not yet changed)."""
 
     def __init__(self, knobs: dict[str, Any], schema: dict[str, Any] | None, ws: Path,
                  bench_gyms: list[str], avoid: set[tuple[str, str]], busy: set[str],
@@ -181,6 +183,10 @@ class Planner:
             if act is None or act.subject in self._dropped:
                 continue
             why_not = self.gate_refusal(act)
+            scope = remedies.gym_scope(act, self.gyms)
+            if not why_not and scope and f"gym:{scope}" in self.busy:
+                why_not = (f"{act.subject}: not committed yet, as the last change to {scope} is "
+                           f"still being measured on {scope}'s metric.")
             if not why_not:
                 why_not, shown = remedies.vet(self, act, self.episodes, self.bench)
             if why_not:
@@ -635,8 +641,35 @@ def _busy_knobs(ctx: base.SessionContext) -> set[str]:
             old = gitops.knobs_at(ctx.workspace, parents[0]) if parents else {}
             busy |= set(diagnostics.knob_changes(old, gitops.knobs_at(ctx.workspace, sha)))
             if parents:     # other files (rules, reward modules) count by path
-                busy |= set(gitops.git(ctx.workspace, "diff", "--name-only", parents[0], sha).split())
+                for rel in gitops.git(ctx.workspace, "diff", "--name-only", parents[0], sha).split():
+                    busy |= demo_marks(ctx.workspace, rel, parents[0], sha) or {rel}
+            # the gym whose metric it is judged on: no second change to that gym meanwhile, or
+            # two changes would share one measured effect (the CPU demo of 2026-12-06 showed
+            # function a second example while its step reward was still measured on the same
+            # took/function/probe)
+            expect = next((line for line in gitops.message(ctx.workspace, sha).splitlines()
+                           if line.lower().startswith("expect:")), "")
+            m = remedies.METRIC_GYM.search(expect)
+            if m:
+                busy.add(f"gym:{m.group(1)}")
     return busy
+
+
+def demo_marks(ws: Path, rel: str, old: str, new: str) -> set[str]:
+    """A demonstrations file holds every gym of a bench: a commit that changed one gym's examples
+    makes `<file>#<gym>` busy for that gym alone, so that another gym's worked example can go in
+    meanwhile (each is measured on its own gym's metrics). Empty for other files, or when the
+    file cannot be read at both commits (then the whole file counts as busy)."""
+    if not rel.startswith("demonstrations/"):
+        return set()
+    try:
+        before = json.loads(gitops.git(ws, "show", f"{old}:{rel}", check=False).strip() or "{}")
+        after = json.loads(gitops.git(ws, "show", f"{new}:{rel}"))
+    except (gitops.GitError, ValueError):
+        return set()
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return set()
+    return {f"{rel}#{g}" for g in set(before) | set(after) if before.get(g) != after.get(g)}
 
 
 def bench_gyms(bench: str, run_dir: Path) -> list[str]:
@@ -675,7 +708,8 @@ def undo(ws: Path, previous: dict[str, str | None]) -> None:
 
 
 def run(ctx: base.SessionContext) -> base.SessionResult:
-    """One built-in session: record findings, diagnose, plan one intervention, commit it."""
+    """One built-in session: record findings, diagnose, plan an intervention and commit it; then,
+    while what was committed changes one gym alone, the same for the next gym's findings."""
     ws, log = ctx.workspace, []
     written = experience.record_effects(ctx.exp_dir, ctx.bench, ws, ctx.experience_dir)
     log += [f"finding recorded: {p}" for p in written]
@@ -694,30 +728,52 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
                       experience.harmful_changes(ctx.experience_dir, ctx.bench) | undone,
                       _busy_knobs(ctx), avoid_files=undone_files, bench=ctx.bench,
                       episodes=replay.recent_episodes(ctx.run_dir), window=ctx.window)
-    act = planner.plan(findings, ctx.run_dir)
     transcript = ctx.session_dir / "transcript.md"
+    made: list[Intervention] = []
+    touched: set[str] = set()
+    remaining, left = findings, []
+    refused = None
+    while remaining:
+        act = planner.plan(remaining, ctx.run_dir)
+        left += [why for why in planner.unremedied if why not in left]
+        if act is None:
+            break
+        scope = remedies.gym_scope(act, planner.gyms)
+        if made and scope is None:
+            left.append(f"{act.subject}: left for a later session, as it reaches more than one gym "
+                        f"and this session has committed a change to {', '.join(sorted(touched))}.")
+            break
+        previous = apply(ws, act, knobs)
+        log.append(f"intervention: {act.subject}")
+        try:
+            sha = gitops.commit_all(ws, act.message(), ctx.agent, ctx.session_id)
+        except gitops.GitError as exc:       # the pre-commit hook (the gate) refused it
+            undo(ws, previous)
+            log.append(f"commit refused: {exc}")
+            refused = f"commit refused: {exc}"
+            break
+        log.append(f"committed {sha}")
+        made.append(act)
+        if scope is None:           # it reaches every gym: its effect must have one cause
+            break
+        # one intervention per gym: the next finding of another gym gets its own commit,
+        # measured on that gym's metric, while what this one changed counts as busy
+        touched.add(scope)
+        planner.busy |= {f"gym:{scope}", *act.knobs} | {f"{rel}#{scope}" if rel.startswith("demonstrations/")
+                                          else rel for rel in act.files}
+        remaining = [f for f in remaining if f.gym and f.gym in planner.gyms and f.gym not in touched]
     # the session's record: every finding left alone and every remedy its replay dropped, why
-    log += [f"left alone: {why}" for why in planner.unremedied]
-    if act is None:
-        if planner.unremedied:        # a finding is never answered with "nothing to change"
-            summary = f"left alone: {planner.unremedied[0]}"
+    log += [f"left alone: {why}" for why in left]
+    if not made:
+        if refused:
+            summary, status = refused, base.REFUSED
+        elif left:                    # a finding is never answered with "nothing to change"
+            summary, status = f"left alone: {left[0]}", base.OK
         else:
             log.append("no intervention: no finding in the recent steps.")
-            summary = "nothing to change: no finding in the recent steps"
-        transcript.write_text("\n".join(log) + "\n")
-        return base.SessionResult(ctx.agent, ctx.session_id, base.OK, summary,
-                                  transcript=str(transcript), cost_usd=0.0)
-    previous = apply(ws, act, knobs)
-    log.append(f"intervention: {act.subject}")
-    try:
-        sha = gitops.commit_all(ws, act.message(), ctx.agent, ctx.session_id)
-    except gitops.GitError as exc:       # the pre-commit hook (the gate) refused it
-        undo(ws, previous)
-        log.append(f"commit refused: {exc}")
-        transcript.write_text("\n".join(log) + "\n")
-        return base.SessionResult(ctx.agent, ctx.session_id, base.REFUSED, f"commit refused: {exc}",
-                                  transcript=str(transcript), cost_usd=0.0)
-    log.append(f"committed {sha}")
+            summary, status = "nothing to change: no finding in the recent steps", base.OK
+    else:
+        summary, status = "; ".join([a.subject for a in made] + ([refused] if refused else [])), base.OK
     transcript.write_text("\n".join(log) + "\n")
-    return base.SessionResult(ctx.agent, ctx.session_id, base.OK, act.subject,
+    return base.SessionResult(ctx.agent, ctx.session_id, status, summary,
                               transcript=str(transcript), cost_usd=0.0)

@@ -90,7 +90,8 @@ STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("travel", "search"): _TRAVEL_SEARCH_FIRST, ("tau", "identify"): _TAU_IDENTIFY,
     ("tau", "lookup"): _TAU_IDENTIFY}
 MAX_EXAMPLES = 10            # schema/demonstrations.schema.json: maxItems per gym
-_METRIC = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
+# the gym a metric names: took/<gym>/<step>, success/<gym>, score/<gym>, reward/<gym>
+METRIC_GYM = _METRIC = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
 
 
 @dataclass
@@ -137,7 +138,7 @@ def worked_example(p, gym: str, step: str, why: str) -> Intervention | None:
     or there is none to show. `p` is the planner (knob values, limits, busy paths)."""
     rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
     path = p.ws / rel
-    if rel in p.busy or knob in p.busy or rel in p.avoid_files or not path.exists():
+    if {rel, f"{rel}#{gym}", knob} & p.busy or rel in p.avoid_files or not path.exists():
         return None
     data = json.loads(path.read_text())
     examples = list(data.get(gym) or [])
@@ -178,7 +179,7 @@ def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
     except (OSError, ValueError, AttributeError):
         return None
     new = p.step(knob, +1)
-    if new is None or rel in p.busy or new > len(examples) or \
+    if new is None or {rel, f"{rel}#{gym}"} & p.busy or new > len(examples) or \
             not example_takes(gym, step, examples[new - 1]):
         return None
     return Intervention(f"Show {gym} one more worked example that uses {S.WHAT[step]} ({shown} -> {new})",
@@ -327,6 +328,34 @@ def target_gyms(act: Intervention, gyms: list[str]) -> list[str]:
     """The gyms an intervention is for: the gym its Expect line names, else the run's gyms."""
     m = _METRIC.search(act.expect)
     return [m.group(1)] if m and m.group(1) in gyms else list(gyms)
+
+
+def gym_scope(act: Intervention, gyms: list[str]) -> str | None:
+    """The one gym an intervention changes, or None when it reaches further: every knob under
+    env.<gym>/user.<gym> or a step reward of that gym (rewards/eau_step_<gym>_*), every file that
+    module or the bench's demonstrations file, and its Expect line that gym's metric. Changes to
+    different gyms in one session are measured apart, each on its own gym's metric; a change that
+    reaches every gym (a shared reward module, a global knob, a revert) goes alone."""
+    if act.reverts:
+        return None
+    target = target_gyms(act, gyms)
+    if len(target) != 1:
+        return None
+    gym = target[0]
+    step_prefix = f"eau_step_{gym}_"
+    for path in act.knobs:
+        parts = path.split(".")
+        if parts[0] in ("env", "user") and parts[1:2] == [gym]:
+            continue
+        if parts[:2] == ["reward", "modules"] and len(parts) > 2 and parts[2].startswith(step_prefix):
+            continue
+        return None
+    for rel in act.files:
+        if rel == f"demonstrations/{GYM_BENCH.get(gym)}.json" or \
+                (rel.startswith(f"rewards/{step_prefix}") and rel.endswith(".py")):
+            continue
+        return None
+    return gym if act.knobs or act.files else None
 
 
 def _module_changes(p, act: Intervention) -> dict[str, str]:

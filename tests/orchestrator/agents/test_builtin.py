@@ -37,9 +37,22 @@ def test_deadlock_lowers_min_questions_then_raises_max_steps(exp):
     msg = last_msg(exp)
     assert msg.startswith("builtin-s001@agents.eau") and "Why:" in msg and "Expect: success/colbench" in msg
     assert "Eau-Agent: builtin" in msg and "Eau-Session: s001" in msg
-    # min_questions is now being measured (busy): the next session moves max_steps instead
-    res = base.run_session(make_ctx(exp, "builtin", session="s002"))
+    # while min_questions is measured, colbench gets no second change (the two would share one
+    # measured effect on success/colbench)
+    res2 = base.run_session(make_ctx(exp, "builtin", session="s002"))
+    assert res2.commits == [] and knobs(exp)["env"]["colbench"]["max_steps"] == 10
+    # measured (success rose, the episodes still deadlock): the next session moves max_steps
+    measured(exp, res.commits[0], lambda s, r: {"success/colbench": 0.0 if s < 10 else 0.3},
+             episodes_fn=deadlocked)
+    res = base.run_session(make_ctx(exp, "builtin", session="s003"))
     assert res.status == base.OK and knobs(exp)["env"]["colbench"]["max_steps"] == 13  # 10 + (60 - 3) / 20
+
+
+def measured(exp, sha, metric_fn, **kw):
+    """A fresh 20-step run in which `sha` was applied at step 10, its effect measured (W = 2)."""
+    fresh_run(exp, metric_fn=metric_fn, **kw)
+    add_event(exp / "run-001", event="applied", commit=sha, step=10)
+    return effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)
 
 
 def test_leak_withholds_the_leaking_kind(exp):
@@ -79,11 +92,13 @@ def test_zero_success_adds_an_intermediate_reward_module(exp):
 
 def test_high_success_makes_the_gym_harder(exp):
     fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.9})
-    base.run_session(make_ctx(exp, "builtin"))
+    res = base.run_session(make_ctx(exp, "builtin"))
     k = knobs(exp)["env"]["colbench"]
     # one step along x-harder: the worked example goes first (help succeeding no longer needs)
     assert (k["demonstrations"], k["min_questions"], k["max_steps"]) == (0, 1, 10)
-    fresh_run(exp, metric_fn=lambda s, r: {"success/colbench": 0.9})
+    # measured: success fell somewhat, as its Expect line says, and is still past 0.80
+    assert [e.label for e in measured(exp, res.commits[0],
+                                      lambda s, r: {"success/colbench": 0.95 if s < 10 else 0.85})] == ["helped"]
     base.run_session(make_ctx(exp, "builtin", session="s002"))
     k = knobs(exp)["env"]["colbench"]
     # then another knob (demonstrations is being measured), max_steps left for last (the

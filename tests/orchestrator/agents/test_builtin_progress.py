@@ -165,9 +165,15 @@ def test_disclosure_is_eased_while_success_is_zero_at_the_cap_and_made_harder_pa
             fh.write(json.dumps({"step": s, "success/persuade": 0.9, "score/persuade": 0.9}) + "\n")
     add_event(exp / "run-001", event="applied", commit=res.commits[0], step=7)
     effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)
-    base.run_session(ctx(exp, "s002"))
+    res = base.run_session(ctx(exp, "s002"))
     assert knobs(exp)["env"]["persuade"]["demonstrations"] == 0
-    base.run_session(ctx(exp, "s003"))
+    assert base.run_session(ctx(exp, "s003")).commits == []      # that one is measured first
+    with open(exp / "run-001" / "metrics.jsonl", "a") as fh:   # success falls somewhat, as expected
+        for s in range(17, 27):
+            fh.write(json.dumps({"step": s, "success/persuade": 0.85, "score/persuade": 0.85}) + "\n")
+    add_event(exp / "run-001", event="applied", commit=res.commits[0], step=17)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["helped"]
+    base.run_session(ctx(exp, "s004"))
     assert knobs(exp)["user"]["persuade"]["facts_per_reply"] == 1
     assert last_msg(exp).startswith("Make persuade harder: user.persuade.facts_per_reply 2 -> 1")
 
@@ -367,3 +373,86 @@ def test_a_farmed_module_is_guarded_before_refused_turns_get_more_examples(tmp_p
     assert res.status == base.OK, res.reason
     assert last_msg(exp).startswith("Pay elicited_fact for first disclosures only")
     assert knobs(exp)["env"]["travel"]["demonstrations"] == 1          # the examples wait
+
+
+def test_two_gyms_missing_a_step_each_get_their_own_commit_in_one_session(tmp_path, monkeypatch):
+    """Tau never identifies the user and travel never searches: one session commits a worked
+    example for each, one commit per gym, each judged on its own gym's metric (the H100 rerun
+    committed one a session and tau's remedy never came in 24 steps)."""
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [tau_unidentified(), tau_unidentified(), travel_blind(), travel_blind()]
+                       for s in (4, 5, 6)})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert len(res.commits) == 2, record(res)
+    ws = exp / "workspace"
+    msgs = [gitops.message(ws, c) for c in res.commits]
+    targets = sorted(effects.target_of(m, {}, ["tau", "travel"]) for m in msgs)
+    assert targets == [("took/tau/identify", "up"), ("took/travel/search", "up")], msgs
+    demos = json.loads((ws / "demonstrations" / "usergym.json").read_text())
+    assert demos["tau"][0]["id"] == "eau-tau-identify-then-lookup"
+    assert any("[search]" in m["content"] for m in demos["travel"][0]["messages"] if m["role"] == "assistant")
+    assert " ; " not in res.reason and res.reason.count("Show ") == 2
+
+
+def test_a_change_that_reaches_every_gym_goes_alone(tmp_path, monkeypatch):
+    """A shared remedy (the repeat cost, switched on for every gym) is the session's only commit,
+    even when another gym has a finding of its own: its effect must have one cause."""
+    from orchestrator.agents import remedies
+    from orchestrator.agents.remedies import Intervention
+
+    gyms = ["tau", "travel"]
+    shared = Intervention("Enable the repeat cost", "why", "repeat/tau falls.",
+                          knobs={"reward.modules.no_repeat.enabled": True})
+    assert remedies.gym_scope(shared, gyms) is None
+    step = Intervention("Add step reward", "why", "took/tau/identify rises, then score/tau.",
+                        knobs={"reward.modules.eau_step_tau_identify": {"enabled": True}},
+                        files={"rewards/eau_step_tau_identify.py": "x"})
+    assert remedies.gym_scope(step, gyms) == "tau"
+    # a file of another gym's step reward, or a knob of another gym, makes it reach further
+    assert remedies.gym_scope(Intervention("x", "why", "score/tau rises.",
+                                           knobs={"env.travel.max_steps": 8}), gyms) is None
+    assert remedies.gym_scope(Intervention("x", "why", "score/tau rises.",
+                                           files={"rewards/eau_step_travel_search.py": "x"}), gyms) is None
+
+
+def test_a_guard_on_a_shared_module_is_the_sessions_only_commit(tmp_path, monkeypatch):
+    """elicited_fact pays in every gym: guarding it changes what every gym is paid, so tau's
+    missing identification waits for the next session (two changes at once would share one
+    measured effect)."""
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [farmed_travel(s), tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert len(res.commits) == 1
+    assert last_msg(exp).startswith("Pay elicited_fact for first disclosures only")
+    assert json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"][0]["id"] \
+        != "eau-tau-identify-then-lookup"
+
+
+def test_a_worked_example_still_measured_in_one_gym_does_not_hold_back_another_gyms(tmp_path, monkeypatch):
+    """Both gyms' examples live in demonstrations/usergym.json: tau's, not yet measured, makes
+    that file busy for tau alone, and the next session shows travel its own example."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)})
+    first = base.run_session(ctx(exp))
+    assert len(first.commits) == 1 and last_msg(exp).startswith("Show tau")
+    write_steps(exp / "run-001", {s: [tau_unidentified(), travel_blind(), travel_blind()] for s in (4, 5, 6)})
+    second = base.run_session(ctx(exp, "s002"))
+    assert len(second.commits) == 1, record(second)
+    assert last_msg(exp).startswith("Show travel one more worked example that uses [search]")
+    from orchestrator.agents.builtin import _busy_knobs
+    busy = _busy_knobs(ctx(exp, "s003"))
+    assert {"demonstrations/usergym.json#tau", "env.travel.demonstrations"} <= busy
+    assert "demonstrations/usergym.json" not in busy
+
+
+def test_a_gym_gets_no_second_change_while_its_first_is_measured(tmp_path, monkeypatch):
+    """The CPU demo of 2026-12-06: a step reward for function's probe at step 6, then at step 8 a
+    second worked example for the same probe before the reward's effect was measured: the two
+    would share one measured effect on took/function/probe. The second waits, and says so."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)})
+    assert last_msg(exp) and base.run_session(ctx(exp)).commits
+    assert last_msg(exp).startswith("Show tau")
+    again = base.run_session(ctx(exp, "s002"))
+    assert again.commits == []
+    assert "the last change to tau is still being measured on tau's metric" in record(again)
