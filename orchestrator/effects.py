@@ -233,6 +233,21 @@ def update_effects(exp_dir: Path | str, run_dir: Path | str, workspace: Path | s
         ledger_append(exp_dir, effect.ledger_line())
         done.add((commit, run_dir.name))
         new.append(effect)
+    # commits the trainer applied inside a later one (a session's commits for different gyms,
+    # each judged on its own gym's metric): measured at that step when no other commit applied
+    # with them is judged on the same gym; the rest share an effect (never_applied says so)
+    for commit, step, metric, direction in own_gym_riders(exp_dir, run_dir, workspace, gyms, done):
+        result = measure(metrics, step, metric, direction, window)
+        if result is None:
+            if not final:
+                continue
+            effect = Effect(commit, run_dir.name, step, metric, direction, window, None, None,
+                            None, None, "unmeasured", unmeasured_reason(metrics, step, metric, window))
+        else:
+            effect = Effect(commit, run_dir.name, step, metric, direction, window, *result)
+        ledger_append(exp_dir, effect.ledger_line())
+        done.add((commit, run_dir.name))
+        new.append(effect)
     if final:
         for effect in never_applied(exp_dir, run_dir, workspace, metrics, gyms, window, done):
             ledger_append(exp_dir, effect.ledger_line())
@@ -247,35 +262,79 @@ def never_applied(exp_dir: Path, run_dir: Path, workspace: Path | str,
     trained that the trainer never applied on their own: the run ended first (the CPU demo's
     step-8 commit once showed "-" in `orchestrator log`), or a later commit that includes it was
     applied in its place (two commits between two step boundaries)."""
-    from orchestrator import gitops
+    last = int(metrics[-1]["step"]) if metrics else 0
+    out = []
+    for commit, later in _not_applied_alone(exp_dir, run_dir, workspace, done):
+        reason = (f"the trainer applied it together with {later[0][0][:10]} at step {later[0][1]}, "
+                  f"whose effect it shares" if later else
+                  f"{run_dir.name} ended at step {last} before the trainer applied it")
+        metric, direction = _target_at(workspace, commit, gyms)
+        out.append(Effect(commit, run_dir.name, later[0][1] if later else last, metric, direction,
+                          window, None, None, None, None, "unmeasured", reason))
+        done.add((commit, run_dir.name))
+    return out
 
+
+def _not_applied_alone(exp_dir: Path, run_dir: Path, workspace: Path | str,
+                       done: set[tuple[Any, str]]) -> list[tuple[str, list[tuple[str, int]]]]:
+    """(commit, the applied commits that include it, in order) for each commit the gate accepted
+    while this run trained that has no "applied" event of its own and no effect line yet."""
     events = diagnostics.read_events(run_dir)
     started = min((e.get("time", 0.0) for e in events if e.get("event") == "started"), default=None)
     applied = [(e["commit"], int(e["step"])) for e in events if e.get("event") == "applied"
                and e.get("commit")]
     if started is None:
         return []
-    last = int(metrics[-1]["step"]) if metrics else 0
     out = []
     for v in ledger_read(exp_dir, "verdict"):
         commit = v.get("commit")
         if v.get("verdict") != "accepted" or not commit or (commit, run_dir.name) in done \
                 or commit in {c for c, _ in applied} or float(v.get("ts") or 0.0) < started:
             continue
-        later = [(c, s) for c, s in applied if _is_ancestor(workspace, commit, c)]
-        reason = (f"the trainer applied it together with {later[0][0][:10]} at step {later[0][1]}, "
-                  f"whose effect it shares" if later else
-                  f"{run_dir.name} ended at step {last} before the trainer applied it")
-        try:
-            msg = gitops.message(workspace, commit)
-            parents = gitops.git(workspace, "rev-list", "--parents", "-n1", commit).split()[1:]
-            old = gitops.knobs_at(workspace, parents[0]) if parents else {}
-            metric, direction = target_of(msg, diagnostics.knob_changes(old, gitops.knobs_at(workspace, commit)), gyms)
-        except gitops.GitError:
-            metric, direction = "reward/mean", "up"
-        out.append(Effect(commit, run_dir.name, later[0][1] if later else last, metric, direction,
-                          window, None, None, None, None, "unmeasured", reason))
-        done.add((commit, run_dir.name))
+        out.append((commit, [(c, s) for c, s in applied if _is_ancestor(workspace, commit, c)]))
+    return out
+
+
+def _target_at(workspace: Path | str, commit: str, gyms: list[str]) -> tuple[str, str]:
+    from orchestrator import gitops
+
+    try:
+        msg = gitops.message(workspace, commit)
+        parents = gitops.git(workspace, "rev-list", "--parents", "-n1", commit).split()[1:]
+        old = gitops.knobs_at(workspace, parents[0]) if parents else {}
+        return target_of(msg, diagnostics.knob_changes(old, gitops.knobs_at(workspace, commit)), gyms)
+    except gitops.GitError:
+        return "reward/mean", "up"
+
+
+_GYM_OF = re.compile(r"^(?:took|success|score|reward)/([\w-]+)")
+
+
+def metric_gym(metric: str, gyms: list[str]) -> str | None:
+    """The gym a metric is about (took/tau/identify, success/tau, ...), or None (reward/mean,
+    episode/invalid_rate: every gym's)."""
+    m = _GYM_OF.match(metric)
+    return m.group(1) if m and m.group(1) in gyms else None
+
+
+def own_gym_riders(exp_dir: Path, run_dir: Path, workspace: Path | str, gyms: list[str],
+                   done: set[tuple[Any, str]]) -> list[tuple[str, int, str, str]]:
+    """(commit, step, metric, direction) for each commit applied inside a later one at `step`
+    whose metric is about a gym no other commit applied at that step is judged on."""
+    riders = [(c, later[0]) for c, later in _not_applied_alone(exp_dir, run_dir, workspace, done) if later]
+    by_step: dict[int, list[tuple[str, str, str]]] = {}
+    for commit, (head, step) in riders:
+        by_step.setdefault(step, []).append((commit, *_target_at(workspace, commit, gyms)))
+    for commit, step in {(h, s) for _, (h, s) in riders}:
+        by_step[step].append((commit, *_target_at(workspace, commit, gyms)))
+    out = []
+    for commit, (_, step) in riders:
+        group = by_step[step]
+        metric, direction = next((m, d) for c, m, d in group if c == commit)
+        gym = metric_gym(metric, gyms)
+        if gym is None or any(metric_gym(m, gyms) in (gym, None) for c, m, _ in group if c != commit):
+            continue
+        out.append((commit, step, metric, direction))
     return out
 
 

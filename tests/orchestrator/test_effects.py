@@ -156,3 +156,27 @@ def test_a_missing_steps_remedy_is_measured_on_the_share_taking_the_step(tmp_pat
     (e,) = effects.update_effects(exp, run, ws, window=5)
     assert (e.metric, e.direction, e.label) == ("took/tau/identify", "up", "helped")
     assert (e.before, e.after) == (0.04, 0.48)
+
+
+def test_commits_for_different_gyms_applied_together_are_each_measured_on_their_own_gym(tmp_path, monkeypatch):
+    """A built-in session commits one change per gym; the trainer applies the session's last
+    commit, which includes the first, at one step boundary. Each is judged on its own gym's
+    metric (the CPU demo of 2026-12-06 left tau's example "unmeasured: shares its effect" with
+    function's step reward)."""
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    from orchestrator import ledger
+
+    exp = tmp_path / "exp"
+    ws = make_workspace(exp / "workspace")
+    tau = _commit(ws, "env.tau.demonstrations", 1, "Show tau\n\nWhy: x\nExpect: took/tau/identify rises, then score/tau.")
+    travel = _commit(ws, "env.travel.demonstrations", 2, "Show travel\n\nWhy: x\nExpect: took/travel/search rises.")
+    run = write_run(exp / "run-001", 10, gym="tau", metric_fn=lambda s, r: {
+        "success/travel": 0.0, "took/tau/identify": 0.0 if s < 6 else 0.5 + r.gauss(0, 0.01),
+        "took/travel/search": 0.3})
+    add_event(run, event="started", time=100.0, step=0)
+    add_event(run, event="applied", commit=travel, step=6)
+    for sha, ts in ((tau, 150.0), (travel, 160.0)):
+        ledger.append_line(exp, {"type": "verdict", "ts": ts, "commit": sha, "verdict": "accepted"})
+    found = {e.commit: e for e in effects.update_effects(exp, run, ws, window=2, final=True)}
+    assert (found[tau].metric, found[tau].step, found[tau].label) == ("took/tau/identify", 6, "helped")
+    assert (found[travel].metric, found[travel].label) == ("took/travel/search", "inconclusive")
