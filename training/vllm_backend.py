@@ -117,6 +117,33 @@ def vllm_weights(model_or_state, *, tied_embeddings: bool | None = None
         yield name, tensor.detach()
 
 
+def to_lora_wrapped(pairs: list[tuple[str, torch.Tensor]], model: torch.nn.Module
+                    ) -> list[tuple[str, torch.Tensor]]:
+    """The pairs renamed for an engine started with enable_lora: vLLM wraps each LoRA-capable layer
+    (embed_tokens, qkv_proj, o_proj, gate_up_proj, down_proj, ...) in a module whose own weight is
+    `<layer>.base_layer.weight`, so `load_weights` finds no `<layer>.weight` ("There is no module
+    or parameter named 'embed_tokens.weight' in Qwen3Model", the H100 run of 2026-12-06). A
+    Hugging Face name of such a layer, or of a layer the model packs into one (q_proj into
+    qkv_proj: the model's `packed_modules_mapping`), gets `base_layer.` before its last part;
+    vLLM's own q_proj -> qkv_proj mapping then keeps working on the longer name. Unchanged
+    where nothing is wrapped."""
+    modules = model.named_modules() if hasattr(model, "named_modules") else ()
+    wrapped = {name.rsplit(".", 1)[-1] for name, module in modules
+               if name and hasattr(module, "base_layer")}
+    if not wrapped:
+        return pairs
+    for packed, parts in (getattr(model, "packed_modules_mapping", None) or {}).items():
+        if packed in wrapped:
+            wrapped |= set(parts)
+    out = []
+    for name, tensor in pairs:
+        head, _, leaf = name.rpartition(".")
+        if head.rsplit(".", 1)[-1] in wrapped:
+            name = f"{head}.base_layer.{leaf}"
+        out.append((name, tensor))
+    return out
+
+
 def weights_version(model: torch.nn.Module) -> int:
     """A number that grows whenever any parameter is written in place (an optimiser step, a
     `load_state_dict`): the sum of torch's per-tensor version counters (`Tensor._version`)."""
@@ -375,8 +402,9 @@ class VLLMEngine:
 
     def _push_weights(self, policy: torch.nn.Module) -> int:
         pairs = list(vllm_weights(policy))
-        # load_weights copies each tensor into vLLM's own (bf16) parameter, converting the dtype
-        self.llm.apply_model(lambda model: model.load_weights(weights=pairs))
+        # load_weights copies each tensor into vLLM's own (bf16) parameter, converting the dtype;
+        # under LoRA the engine's layers are wrapped, their weights one level down (base_layer)
+        self.llm.apply_model(lambda model: model.load_weights(weights=to_lora_wrapped(pairs, model)))
         self.bytes_sent += sum(t.numel() * t.element_size() for _, t in pairs)
         return len(pairs)
 

@@ -30,7 +30,7 @@ declare -A PLANS=(
   # the rollout backends side by side, where scripts/gpu/device_vllm.py has installed vLLM
   # (PYTHONPATH /tmp/site-vllm): SmolLM2-135M's real weights, then the 4B shape
   [smollm2-kv]=""
-  [smollm2-vllm]="--set rollout.backend=vllm"
+  [smollm2-vllm]="--set rollout.backend=vllm --set rollout.max_episode_tokens=8064"
   # vLLM's share at 0.3: at start the trainer's LoRA 4B already holds ~42 GiB
   # (training/shapes/README.md), and vLLM asks for its share of the whole card free, which an
   # 80 GiB H100 has at 0.3 (24 GiB: 8 GiB of bf16 weights, the rest KV cache) and not at 0.5

@@ -407,3 +407,42 @@ def test_a_shaped_policy_starts_vllm_on_dummy_weights_and_sends_its_own_first(
     engine.wake(models.policy)
     assert ("load_weights" in fake.names()) == (lora_rank == 0)     # LoRA: the adapter alone
     assert engine.pushes == 2
+
+
+def test_base_weights_go_one_level_down_into_an_engine_with_lora_wrapped_layers():
+    """vLLM started with enable_lora wraps its layers (their weight is `<layer>.base_layer.weight`)
+    and its load_weights finds no `embed_tokens.weight`: the push that failed on the H100
+    (2026-12-06, the LoRA 4B shape) names each wrapped layer's base, q_proj/k_proj/v_proj
+    included where the model packs them into a wrapped qkv_proj; other names stay."""
+
+    class Wrapped(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.base_layer = inner
+
+    class Attn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv_proj = Wrapped(torch.nn.Linear(2, 6, bias=False))
+            self.o_proj = Wrapped(torch.nn.Linear(2, 2, bias=False))
+
+    class Engine(torch.nn.Module):
+        packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
+
+        def __init__(self):
+            super().__init__()
+            self.model = torch.nn.Module()
+            self.model.embed_tokens = Wrapped(torch.nn.Embedding(4, 2))
+            self.model.norm = torch.nn.LayerNorm(2)
+            self.model.self_attn = Attn()
+
+    t = torch.zeros(1)
+    pairs = [("model.embed_tokens.weight", t), ("model.self_attn.q_proj.weight", t),
+             ("model.self_attn.o_proj.weight", t), ("model.norm.weight", t)]
+    names = [n for n, _ in V.to_lora_wrapped(pairs, Engine())]
+    assert names == ["model.embed_tokens.base_layer.weight", "model.self_attn.q_proj.base_layer.weight",
+                     "model.self_attn.o_proj.base_layer.weight", "model.norm.weight"]
+    # an engine without LoRA (no wrapped layer) gets the names as they are
+    plain = torch.nn.Module()
+    plain.embed_tokens = torch.nn.Embedding(4, 2)
+    assert V.to_lora_wrapped(pairs, plain) == pairs
