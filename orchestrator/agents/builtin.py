@@ -20,7 +20,9 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   loop (most turns repeated)  -> switch on the shipped repeat cost (rewards/no_repeat.py)
 
 Order: nan, harm, invalid actions, reward hack, loop, deadlock, leak, collapse, success extremes,
-format learned (orchestrator.diagnostics.diagnose).
+format learned (orchestrator.diagnostics.diagnose). After a session whose change reached every gym,
+the gyms' own findings go first (URGENT_KINDS excepted), so that a shared remedy cannot hold back a
+gym's own for good.
 
 A session whose findings have no remedy says which finding and why (e.g. episodes ending at the
 trainer's own rollout.max_turns, which no workspace file moves), never just "nothing to change".
@@ -78,6 +80,10 @@ NO_REPEAT_MODULE = "no_repeat"     # shipped in workspace/rewards/, switched off
 # what the built-in agent acts on under --skill generic (findings any RL practitioner would read
 # from losses and curves, with no EAU skill)
 GENERIC_KINDS = frozenset({"nan", "harm", "entropy_collapse", "template_collapse"})
+# findings whose remedy does not wait for a gym's turn (run(): a session after one whose change
+# reached every gym serves the gyms' own findings first): lost training, measured harm, credit
+# farmed by repeats, episodes looping on one turn, users leaking answers
+URGENT_KINDS = GENERIC_KINDS | {"reward_hack", "loop", "leak"}
 
 
 class Planner:
@@ -101,6 +107,7 @@ class Planner:
         self.waiting: str | None = None       # a remedy still measured stops this session
         self._vetted: set[int] = set()        # interventions their replay already passed
         self._dropped: set[str] = set()       # subjects their replay showed cannot work
+        self.defer_global = False             # gyms' own remedies before one reaching every gym
 
     # ---- helpers
     def value(self, path: str) -> Any:
@@ -159,11 +166,18 @@ class Planner:
         self.unremedied, self.findings, self.waiting = [], findings, None
         self.run_dir = run_dir
         self.metrics = diagnostics.read_metrics(run_dir)
+        deferred: Intervention | None = None
         for f in findings:
             said = len(self.unremedied)
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
             if act is not None and id(act) not in self._vetted:
                 act = self.vetted([act])
+            if act is not None and self.defer_global and f.kind not in URGENT_KINDS \
+                    and remedies.gym_scope(act, self.gyms) is None:
+                # the H100 rerun: the format reward's on/off ranked first at every session, and
+                # tau's curriculum never came; a gym's own finding gets this session first
+                deferred = deferred or act
+                continue
             if act is not None:
                 return act
             if self.waiting:        # refused turns cause the deadlocks and zero success after
@@ -173,7 +187,11 @@ class Planner:
             if f.kind not in ("format_learned", "idle_module"):
                 why = self.why_not(f, run_dir, said=len(self.unremedied) > said)
                 self.unremedied[said:said] = [why] if why else []    # the finding's reason first
-        return None
+        if deferred is not None:
+            self.unremedied.append(f"{deferred.subject}: not committed before the gyms' own "
+                                   f"findings, as the last session's change reached every gym; "
+                                   f"no gym's own remedy could be committed, so it goes now.")
+        return deferred
 
     def vetted(self, candidates: list[Intervention | None]) -> Intervention | None:
         """The first candidate the gate would accept (gate_refusal) and whose replay on the recent
@@ -655,6 +673,27 @@ def _busy_knobs(ctx: base.SessionContext) -> set[str]:
     return busy
 
 
+def last_change_reached_every_gym(ctx: base.SessionContext, gyms: list[str]) -> bool:
+    """Whether the newest agent session that committed anything committed only changes whose
+    Expect line names no gym of this run (a shared module, a global knob, a revert judged on
+    reward/mean or episode/invalid_rate)."""
+    for s in reversed(effects.ledger_read(ctx.exp_dir, "session")):
+        commits = s.get("commits") or []
+        if not commits:
+            continue
+        for sha in commits:
+            try:
+                msg = gitops.message(ctx.workspace, sha)
+            except gitops.GitError:
+                return False
+            expect = next((line for line in msg.splitlines() if line.lower().startswith("expect:")), "")
+            m = remedies.METRIC_GYM.search(expect)
+            if m and m.group(1) in gyms:
+                return False
+        return True
+    return False
+
+
 def demo_marks(ws: Path, rel: str, old: str, new: str) -> set[str]:
     """A demonstrations file holds every gym of a bench: a commit that changed one gym's examples
     makes `<file>#<gym>` busy for that gym alone, so that another gym's worked example can go in
@@ -728,6 +767,9 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
                       experience.harmful_changes(ctx.experience_dir, ctx.bench) | undone,
                       _busy_knobs(ctx), avoid_files=undone_files, bench=ctx.bench,
                       episodes=replay.recent_episodes(ctx.run_dir), window=ctx.window)
+    # after a session whose change reached every gym, the gyms' own findings come first, so that
+    # a remedy for every gym (a format reward, its revert) cannot hold back one gym's for good
+    planner.defer_global = last_change_reached_every_gym(ctx, planner.gyms)
     transcript = ctx.session_dir / "transcript.md"
     made: list[Intervention] = []
     touched: set[str] = set()
@@ -738,6 +780,9 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         left += [why for why in planner.unremedied if why not in left]
         if act is None:
             break
+        if planner.defer_global and left and left[-1].startswith(f"{act.subject}: not committed before"):
+            left[-1] = (f"{act.subject}: committed after the gyms' own findings were tried, as "
+                        f"none of them had a remedy that could be committed this session.")
         scope = remedies.gym_scope(act, planner.gyms)
         if made and scope is None:
             left.append(f"{act.subject}: left for a later session, as it reaches more than one gym "

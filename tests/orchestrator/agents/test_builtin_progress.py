@@ -456,3 +456,48 @@ def test_a_gym_gets_no_second_change_while_its_first_is_measured(tmp_path, monke
     again = base.run_session(ctx(exp, "s002"))
     assert again.commits == []
     assert "the last change to tau is still being measured on tau's metric" in record(again)
+
+
+def test_after_a_change_to_every_gym_a_gyms_own_finding_goes_first(tmp_path, monkeypatch):
+    """The H100 rerun: the format reward (every gym's) ranked first at every session, on, off and
+    on again, and tau's curriculum never came. After a session whose change reached every gym,
+    a gym's own remedy goes first; the shared one still goes when no gym's own can."""
+    from orchestrator.agents.builtin import Planner, last_change_reached_every_gym
+    from orchestrator.agents.remedies import Intervention
+    from orchestrator.finding import Finding
+
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [tau_unidentified()] for s in (4, 5, 6)})
+    ws = exp / "workspace"
+    findings = [Finding("invalid_actions", None, "refused.", {}), Finding("deadlock", "tau", "at the cap.", {})]
+    shared = Intervention("Enable the format reward", "why", "episode/invalid_rate falls.",
+                          knobs={"reward.modules.well_formed.enabled": True})
+    own = Intervention("Ease disclosure in tau", "why", "score/tau rises.", knobs={"user.tau.facts_per_reply": 2})
+
+    def planner(deadlock_remedy):
+        p = Planner(knobs(exp), None, ws, ["tau", "travel"], set(), set(), bench="usergym", window=2)
+        p._vetted |= {id(shared), id(own)}
+        monkeypatch.setattr(p, "on_invalid_actions", lambda f, r: shared)
+        monkeypatch.setattr(p, "on_deadlock", lambda f, r: deadlock_remedy)
+        return p
+
+    p = planner(own)
+    assert p.plan(findings, exp / "run-001") is shared            # the usual order
+    p = planner(own)
+    p.defer_global = True
+    assert p.plan(findings, exp / "run-001") is own
+    p = planner(None)
+    p.defer_global = True
+    assert p.plan(findings, exp / "run-001") is shared
+    assert "as the last session's change reached every gym" in p.unremedied[-1]
+
+    # which sessions count: the newest one that committed, by the gym its Expect line names
+    assert not last_change_reached_every_gym(ctx(exp), ["tau", "travel"])      # none yet
+    for subject, expect, session in (("Shared", "episode/invalid_rate falls.", "s001"),
+                                     ("Tau's", "took/tau/identify rises, then score/tau.", "s002")):
+        (ws / "note.txt").write_text(subject)
+        sha = gitops.commit_all(ws, f"{subject}\n\nWhy: a test.\nExpect: {expect}\n", "builtin", session)
+        effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": session,
+                                    "status": "ok", "commits": [sha]})
+        effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": session + "b",
+                                    "status": "ok", "commits": []})
+        assert last_change_reached_every_gym(ctx(exp), ["tau", "travel"]) == (session == "s001")
