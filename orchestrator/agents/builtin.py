@@ -780,10 +780,13 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         left += [why for why in planner.unremedied if why not in left]
         if act is None:
             break
-        if planner.defer_global and left and left[-1].startswith(f"{act.subject}: not committed before"):
-            left[-1] = (f"{act.subject}: committed after the gyms' own findings were tried, as "
-                        f"none of them had a remedy that could be committed this session.")
+        deferred_note = bool(left) and left[-1].startswith(f"{act.subject}: not committed before")
+        if deferred_note:
+            left.pop()
         scope = remedies.gym_scope(act, planner.gyms)
+        if deferred_note and not made:
+            log.append(f"{act.subject}: goes after the gyms' own findings were tried, as none of "
+                       f"them had a remedy that could be committed this session.")
         if made and scope is None:
             left.append(f"{act.subject}: left for a later session, as it reaches more than one gym "
                         f"and this session has committed a change to {', '.join(sorted(touched))}.")
