@@ -167,7 +167,10 @@ class Planner:
         self.run_dir = run_dir
         self.metrics = diagnostics.read_metrics(run_dir)
         deferred: Intervention | None = None
+        held: set[str] = set()         # gyms whose refusals wait on their examples' measurement
         for f in findings:
+            if f.gym in held:
+                continue
             said = len(self.unremedied)
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
             if act is not None and id(act) not in self._vetted:
@@ -182,7 +185,13 @@ class Planner:
                 return act
             if self.waiting:        # refused turns cause the deadlocks and zero success after
                 self.unremedied.append(self.waiting)       # them: no second cause meanwhile
-                return None
+                if f.gym is None:
+                    return None
+                # for that gym alone: the CPU run of 16 steps (2026-12-06) waited two whole
+                # sessions on travel's examples while persuade's and tau's findings had remedies
+                held.add(f.gym)
+                self.waiting = None
+                continue
             # observations, not problems; a remedy dropped by its replay has said why already
             if f.kind not in ("format_learned", "idle_module"):
                 why = self.why_not(f, run_dir, said=len(self.unremedied) > said)

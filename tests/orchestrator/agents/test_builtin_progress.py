@@ -501,3 +501,27 @@ def test_after_a_change_to_every_gym_a_gyms_own_finding_goes_first(tmp_path, mon
         effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": session + "b",
                                     "status": "ok", "commits": []})
         assert last_change_reached_every_gym(ctx(exp), ["tau", "travel"]) == (session == "s001")
+
+
+def test_refusals_waiting_on_one_gyms_examples_do_not_hold_back_another_gyms_remedy(tmp_path, monkeypatch):
+    """The CPU run of 16 steps (2026-12-06): sessions s006 and s007 waited on travel's newest
+    example being measured, and committed nothing for any gym. The wait is travel's alone: tau's
+    missing identification gets its example in the same session."""
+    refused = lambda: ep("travel", [turn("Sure, here is my plan", "Invalid action: start your message "  # noqa: E731
+                                         "with [search], [action] or [answer].", invalid_action=True)
+                                    for _ in range(3)])
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [refused(), refused(), tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"episode/invalid_rate": 0.5})
+    ws = exp / "workspace"
+    k = knobs(exp)
+    k["env"]["travel"]["demonstrations"] += 1
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    sha = gitops.commit_all(ws, "Show travel one more worked example\n\nWhy: a test.\n"
+                            "Expect: episode/invalid_rate falls.\n", "builtin", "s000")
+    effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": "s000",
+                                "status": "ok", "commits": [sha]})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert len(res.commits) == 1 and last_msg(exp).startswith("Show tau a worked example"), record(res)
+    assert "The worked examples just shown to travel are still being measured" in record(res)
