@@ -135,6 +135,12 @@ def cmd_log(args) -> int:
             applied.setdefault(r.get("commit"), []).append(f"{r.get('run')}@{r.get('step')}")
         elif r["type"] == "effect":
             effects.setdefault(r.get("commit"), []).append(ledger.effect_text(r))
+    # a commit the trainer applied inside a later one (a session's commits for different gyms)
+    # has no "applied" line of its own; its effect line says at which step it went in
+    for r in records:
+        if r["type"] == "effect" and r.get("commit") not in applied and r.get("step") is not None \
+                and "before the trainer applied it" not in str(r.get("reason") or ""):
+            applied[r.get("commit")] = [f"{r.get('run')}@{r.get('step')} (inside a later commit)"]
     table = Table(title=f"interventions of {name}", show_lines=True)
     for col in ("commit", "author", "files and knob changes", "verdict", "applied", "effect"):
         table.add_column(col, overflow="fold")

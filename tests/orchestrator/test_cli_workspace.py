@@ -97,6 +97,27 @@ def test_gate_log_and_diff(tmp_path, capsys):
     assert "has no run 'run-009'" in capsys.readouterr().err
 
 
+def test_log_shows_where_a_commit_applied_inside_a_later_one_went_in(tmp_path, capsys):
+    """A session's two commits for two gyms: the trainer applies the second, which includes the
+    first; the first's effect line says at which step it went in, and `log` shows that step
+    rather than "pending"."""
+    exp = make_experiment(tmp_path, "e1")
+    ws = ws_of(exp)
+    first = knob_commit(ws, "env.tau.demonstrations", 2)
+    second = knob_commit(ws, "env.travel.demonstrations", 2)
+    assert main(["--runs-dir", str(tmp_path / "runs"), "gate", "--exp", "e1"]) == 0
+    (exp / "run-001").mkdir()
+    (exp / "run-001" / "events.jsonl").write_text(json.dumps({"event": "applied", "commit": second,
+                                                              "step": 8}) + "\n")
+    ledger.append_line(exp, {"type": "effect", "commit": first, "run": "run-001", "step": 8,
+                             "metric": "took/tau/identify", "delta": 0.3, "label": "helped"})
+    capsys.readouterr()
+    assert main(["--runs-dir", str(tmp_path / "runs"), "log", "e1"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if first[:10] in line)
+    assert "run-001@8 (inside a later" in row and "pending" not in row
+
+
 def test_log_without_a_name_needs_exactly_one_experiment(tmp_path, capsys):
     runs = str(tmp_path / "runs")
     assert main(["--runs-dir", runs, "log"]) == 2
