@@ -307,13 +307,25 @@ def _target_at(workspace: Path | str, commit: str, gyms: list[str]) -> tuple[str
         return "reward/mean", "up"
 
 
-_GYM_OF = re.compile(r"^(?:took|success|score|reward)/([\w-]+)")
+# the gym a metric names: took/<gym>/<step>, success/<gym>, score/<gym>, reward/<gym>
+METRIC_GYM = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
 
 
 def metric_gym(metric: str, gyms: list[str]) -> str | None:
     """The gym a metric is about (took/tau/identify, success/tau, ...), or None (reward/mean,
     episode/invalid_rate: every gym's)."""
-    m = _GYM_OF.match(metric)
+    m = METRIC_GYM.match(metric)
+    return m.group(1) if m and m.group(1) in gyms else None
+
+
+def expect_gym(workspace: Path | str, commit: str, gyms: list[str]) -> str | None:
+    """The gym of the metric a commit's `Expect:` line names first, or None (no such line, or a
+    metric of every gym)."""
+    from orchestrator import gitops
+
+    msg = gitops.message(workspace, commit)
+    expect = next((line for line in msg.splitlines() if line.lower().startswith("expect:")), "")
+    m = METRIC_GYM.search(expect)
     return m.group(1) if m and m.group(1) in gyms else None
 
 

@@ -656,6 +656,7 @@ class Planner:
 def _busy_knobs(ctx: base.SessionContext) -> set[str]:
     """Knobs (and files) changed by an agent commit whose effect is not measured yet."""
     measured = {e["commit"] for e in effects.ledger_read(ctx.exp_dir, "effect")}
+    gyms = bench_gyms(ctx.bench, ctx.run_dir)
     busy: set[str] = set()
     for s in effects.ledger_read(ctx.exp_dir, "session"):
         for sha in s.get("commits") or []:
@@ -674,11 +675,9 @@ def _busy_knobs(ctx: base.SessionContext) -> set[str]:
             # two changes would share one measured effect (the CPU demo of 2026-12-06 showed
             # function a second example while its step reward was still measured on the same
             # took/function/probe)
-            expect = next((line for line in gitops.message(ctx.workspace, sha).splitlines()
-                           if line.lower().startswith("expect:")), "")
-            m = remedies.METRIC_GYM.search(expect)
-            if m:
-                busy.add(f"gym:{m.group(1)}")
+            gym = effects.expect_gym(ctx.workspace, sha, gyms)
+            if gym:
+                busy.add(f"gym:{gym}")
     return busy
 
 
@@ -690,16 +689,10 @@ def last_change_reached_every_gym(ctx: base.SessionContext, gyms: list[str]) -> 
         commits = s.get("commits") or []
         if not commits:
             continue
-        for sha in commits:
-            try:
-                msg = gitops.message(ctx.workspace, sha)
-            except gitops.GitError:
-                return False
-            expect = next((line for line in msg.splitlines() if line.lower().startswith("expect:")), "")
-            m = remedies.METRIC_GYM.search(expect)
-            if m and m.group(1) in gyms:
-                return False
-        return True
+        try:
+            return not any(effects.expect_gym(ctx.workspace, sha, gyms) for sha in commits)
+        except gitops.GitError:
+            return False
     return False
 
 

@@ -90,8 +90,7 @@ STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("travel", "search"): _TRAVEL_SEARCH_FIRST, ("tau", "identify"): _TAU_IDENTIFY,
     ("tau", "lookup"): _TAU_IDENTIFY}
 MAX_EXAMPLES = 10            # schema/demonstrations.schema.json: maxItems per gym
-# the gym a metric names: took/<gym>/<step>, success/<gym>, score/<gym>, reward/<gym>
-METRIC_GYM = _METRIC = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
+_METRIC = effects.METRIC_GYM
 
 
 @dataclass
