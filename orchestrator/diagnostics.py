@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import progress_findings as progress
-from orchestrator.finding import Finding
+from orchestrator.finding import Finding, metric_gym
 from orchestrator.sentences import quote
 from training.novelty import repeated_marks
 
@@ -460,8 +460,10 @@ def find_nan(metrics: list[dict[str, Any]], window: int) -> list[Finding]:
 
 
 def find_harm(effects: list[dict[str, Any]]) -> list[Finding]:
-    """Applied changes whose measured effect was harm (written by orchestrator.effects)."""
-    return [Finding("harm", None,
+    """Applied changes whose measured effect was harm (written by orchestrator.effects), each of
+    the gym its metric names (score/persuade: persuade), so that its revert is that gym's one
+    change of the session and other gyms' remedies may go beside it."""
+    return [Finding("harm", metric_gym(e.get("metric")),
                     f"commit {e['commit'][:10]} harmed {e.get('metric')} "
                     f"({e.get('before')} -> {e.get('after')}, floor {e.get('noise_floor')}).",
                     {"commit": e["commit"], "metric": e.get("metric"), "delta": e.get("delta")})

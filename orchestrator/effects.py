@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import diagnostics
+from orchestrator import diagnostics, finding
 
 DEFAULT_WINDOW = 10
 
@@ -308,7 +308,7 @@ def _target_at(workspace: Path | str, commit: str, gyms: list[str]) -> tuple[str
 
 
 # the gym a metric names: took/<gym>/<step>, success/<gym>, score/<gym>, reward/<gym>
-METRIC_GYM = re.compile(r"\b(?:took|success|score|reward)/([\w-]+)")
+METRIC_GYM = finding.METRIC_GYM
 
 
 def metric_gym(metric: str, gyms: list[str]) -> str | None:

@@ -3,8 +3,21 @@ modules orchestrator.diagnostics and orchestrator.turn_findings), what the built
 and what `skills/eau/scripts/diagnose.py` prints."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+
+# the gym a per-gym metric is about: took/tau/identify, success/tau, score/tau, reward/tau,
+# invalid/tau (its refused share), repeat/tau
+METRIC_GYM = re.compile(r"\b(?:took|success|score|reward|invalid|repeat)/([\w-]+)")
+
+
+def metric_gym(metric: str | None) -> str | None:
+    """The gym named by a per-gym metric, or None (reward/mean, episode/invalid_rate: every
+    gym's). The caller checks the name against its run's gyms (reward/mean names no gym)."""
+    m = METRIC_GYM.match(metric or "")
+    return m.group(1) if m and m.group(1) != "mean" else None
 
 
 @dataclass

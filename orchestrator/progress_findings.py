@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.finding import Finding
+from orchestrator.finding import Finding, metric_gym
 from orchestrator.sentences import quote
 from training import steps as S
 from training.novelty import repeated_marks
@@ -276,7 +276,7 @@ def find_farmed_credit(episodes: list[dict[str, Any]]) -> list[Finding]:
 def effect_findings(effects: list[dict[str, Any]]) -> list[Finding]:
     """Applied changes measured "inconclusive" over their window (no effect beyond the noise
     floor): help that did not help is taken back (the built-in agent reverts them)."""
-    return [Finding("no_effect", None,
+    return [Finding("no_effect", metric_gym(e.get("metric")),
                     f"commit {e['commit'][:10]} had no effect on {e.get('metric')} "
                     f"({e.get('before')} -> {e.get('after')}, within the noise floor "
                     f"{e.get('noise_floor')}).",

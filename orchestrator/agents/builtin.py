@@ -33,6 +33,7 @@ measured yet is left alone. Every measured effect becomes a finding in the pool 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -107,6 +108,7 @@ class Planner:
         self.waiting: str | None = None       # a remedy still measured stops this session
         self._vetted: set[int] = set()        # interventions their replay already passed
         self._dropped: set[str] = set()       # subjects their replay showed cannot work
+        self._grouped_example_subject: str | None = None   # the example for every refusing gym
         self.defer_global = False             # gyms' own remedies before one reaching every gym
 
     # ---- helpers
@@ -169,14 +171,14 @@ class Planner:
         deferred: Intervention | None = None
         held: set[str] = set()         # gyms whose refusals wait on their examples' measurement
         for f in findings:
-            if f.gym in held:
+            if f.gym in held and f.kind not in URGENT_KINDS:
                 continue
             said = len(self.unremedied)
             act = handlers[f.kind](f, run_dir) if f.kind in handlers else None
             if act is not None and id(act) not in self._vetted:
                 act = self.vetted([act])
             if act is not None and self.defer_global and f.kind not in URGENT_KINDS \
-                    and remedies.gym_scope(act, self.gyms) is None:
+                    and remedies.gym_scope(act, self.gyms, self.ws) is None:
                 # the H100 rerun: the format reward's on/off ranked first at every session, and
                 # tau's curriculum never came; a gym's own finding gets this session first
                 deferred = deferred or act
@@ -210,7 +212,7 @@ class Planner:
             if act is None or act.subject in self._dropped:
                 continue
             why_not = self.gate_refusal(act)
-            scope = remedies.gym_scope(act, self.gyms)
+            scope = remedies.gym_scope(act, self.gyms, self.ws)
             if not why_not and scope and f"gym:{scope}" in self.busy:
                 why_not = (f"{act.subject}: not committed yet, as the last change to {scope} is "
                            f"still being measured on {scope}'s metric.")
@@ -291,6 +293,10 @@ class Planner:
                          f"an example as the gyms that refuse do.")
         return " ".join(dict.fromkeys(parts)) or f.message
 
+    @property
+    def _grouped_example_dropped(self) -> bool:
+        return self._grouped_example_subject in self._dropped
+
     def on_invalid_actions(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
@@ -313,6 +319,11 @@ class Planner:
             gyms += [g.gym] if g.gym else [x for x, rate in by_gym.items()
                                            if rate >= diagnostics.INVALID_FRAC]
         gyms = [g for g in self.gyms if g in gyms]
+        if f.gym in gyms and self._grouped_example_dropped:
+            # the example for every refusing gym was left for a later session, as this one has
+            # changed other gyms: this gym's own example goes beside them, judged on its own
+            # refusals (the H100 run of 2026-12-06, step 24: turtle refused 43% and got nothing)
+            gyms = [f.gym]
         busy = [g for g in gyms if f"env.{g}.demonstrations" in self.busy]
         if busy:
             # the reason first: a session line keeps its first sentences (orchestrator/sentences.py)
@@ -326,17 +337,22 @@ class Planner:
             new = self.step(path, +1)
             if new is not None and new <= self.demo_examples(gym):
                 writes[path] = new
+        own = f"env.{f.gym}.demonstrations"
         if writes:
             names = ", ".join(sorted({p.split(".")[1] for p in writes}))
             old = sorted({self.value(p) for p in writes})
-            return Intervention(
+            expect = (f"invalid/{f.gym} falls, then score/{f.gym} rises." if list(writes) == [own]
+                      and len(self.gyms) > 1 else "episode/invalid_rate falls, then reward/mean rises.")
+            act = Intervention(
                 f"Show one more worked example to {names} ({'/'.join(map(str, old))} -> "
                 f"{'/'.join(map(str, sorted(set(writes.values()))))})",
                 f"{self._refusal_evidence([p.split('.')[1] for p in writes], f)} Refused turns "
                 f"earn nothing, so PPO has no signal; a worked exchange in "
                 f"the context made an untrained 135M policy write valid actions (0 -> 81% of turns "
-                f"on held-out IntentionGym tasks).",
-                "episode/invalid_rate falls, then reward/mean rises.", knobs=writes)
+                f"on held-out IntentionGym tasks).", expect, knobs=writes)
+            if len(writes) > 1:
+                self._grouped_example_subject = act.subject
+            return act
         path = f"reward.modules.{FORMAT_MODULE}.enabled"
         modules = self.value("reward.modules") or {}
         if (path, "False -> True") in self.avoid:
@@ -612,6 +628,7 @@ class Planner:
             # progress: refused turns and loops call for them (on_invalid_actions, on_loop)
             if name not in (FORMAT_MODULE, NO_REPEAT_MODULE) and not modules[name].get("enabled") \
                     and src.exists() and path not in self.busy and (path, "False -> True") not in self.avoid \
+                    and f"rewards/{name}.py" not in self.avoid_files \
                     and any(re.search(rf"['\"]{g}['\"]", src.read_text()) for g in gyms):
                 candidates.append(Intervention(
                     f"Enable reward module {name} for {', '.join(gyms)}",
@@ -769,6 +786,9 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
                       experience.harmful_changes(ctx.experience_dir, ctx.bench) | undone,
                       _busy_knobs(ctx), avoid_files=undone_files, bench=ctx.bench,
                       episodes=replay.recent_episodes(ctx.run_dir), window=ctx.window)
+    # a finding of a name the run has no gym of (a metric like reward/module_calls/x) is run-wide
+    findings = [f if f.gym is None or f.gym in planner.gyms else dataclasses.replace(f, gym=None)
+                for f in findings]
     # after a session whose change reached every gym, the gyms' own findings come first, so that
     # a remedy for every gym (a format reward, its revert) cannot hold back one gym's for good
     planner.defer_global = last_change_reached_every_gym(ctx, planner.gyms)
@@ -785,14 +805,18 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         deferred_note = bool(left) and left[-1].startswith(f"{act.subject}: not committed before")
         if deferred_note:
             left.pop()
-        scope = remedies.gym_scope(act, planner.gyms)
+        scope = remedies.gym_scope(act, planner.gyms, ws)
         if deferred_note and not made:
             log.append(f"{act.subject}: goes after the gyms' own findings were tried, as none of "
                        f"them had a remedy that could be committed this session.")
         if made and scope is None:
             left.append(f"{act.subject}: left for a later session, as it reaches more than one gym "
                         f"and this session has committed a change to {', '.join(sorted(touched))}.")
-            break
+            # the other gyms' own findings may still have remedies of their own (the H100 run of
+            # 2026-12-06 at step 24: after tau's and travel's reverts, a shared example for every
+            # gym came next and ended the session before turtle's or persuade's remedy was tried)
+            planner._dropped.add(act.subject)
+            continue
         previous = apply(ws, act, knobs)
         log.append(f"intervention: {act.subject}")
         try:

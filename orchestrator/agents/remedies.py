@@ -294,6 +294,11 @@ def taken_back(ws: Path) -> tuple[set[tuple[str, str]], set[str]]:
         except gitops.GitError:
             continue
         pairs |= {(k, f"{a} -> {b}") for k, (a, b) in changed.items()}
+        # a module the commit added switched on, which its revert switched off: switching it on
+        # again is the same change (the H100 run of 2026-12-06 re-enabled persuade's step reward
+        # one session after its revert as "harmed")
+        pairs |= {(k, "False -> True") for k, (a, b) in changed.items()
+                  if a is None and b is True and k.endswith(".enabled")}
     return pairs, files
 
 
@@ -329,14 +334,15 @@ def target_gyms(act: Intervention, gyms: list[str]) -> list[str]:
     return [m.group(1)] if m and m.group(1) in gyms else list(gyms)
 
 
-def gym_scope(act: Intervention, gyms: list[str]) -> str | None:
+def gym_scope(act: Intervention, gyms: list[str], ws: Path | None = None) -> str | None:
     """The one gym an intervention changes, or None when it reaches further: every knob under
     env.<gym>/user.<gym> or a step reward of that gym (rewards/eau_step_<gym>_*), every file that
-    module or the bench's demonstrations file, and its Expect line that gym's metric. Changes to
-    different gyms in one session are measured apart, each on its own gym's metric; a change that
-    reaches every gym (a shared reward module, a global knob, a revert) goes alone."""
-    if act.reverts:
-        return None
+    module or the bench's demonstrations file (whose other gyms' examples, read from `ws`, stay
+    as they are), and its Expect line that gym's metric. Changes to different gyms in one session
+    are measured apart, each on its own gym's metric; a change that reaches every gym (a shared
+    reward module, a global knob) goes alone. A revert is scoped as the change it takes back: the
+    H100 run of 2026-12-06 spent its last session on persuade's revert alone, while tau's and
+    travel's unhelpful changes and turtle's early answers waited for a session that never came."""
     target = target_gyms(act, gyms)
     if len(target) != 1:
         return None
@@ -349,12 +355,31 @@ def gym_scope(act: Intervention, gyms: list[str]) -> str | None:
         if parts[:2] == ["reward", "modules"] and len(parts) > 2 and parts[2].startswith(step_prefix):
             continue
         return None
-    for rel in act.files:
-        if rel == f"demonstrations/{GYM_BENCH.get(gym)}.json" or \
-                (rel.startswith(f"rewards/{step_prefix}") and rel.endswith(".py")):
+    for rel, text in act.files.items():
+        if rel == f"demonstrations/{GYM_BENCH.get(gym)}.json" and _examples_of_one_gym(ws, rel, text, gym, act.reverts):
+            continue
+        if rel.startswith(f"rewards/{step_prefix}") and rel.endswith(".py"):
             continue
         return None
     return gym if act.knobs or act.files else None
+
+
+def _examples_of_one_gym(ws: Path | None, rel: str, text: str | None, gym: str,
+                         reverts: str | None) -> bool:
+    """Whether writing `text` to the demonstrations file `rel` changes `gym`'s examples alone.
+    Without a workspace to compare with, only a change written for one gym (not a revert, which
+    puts back a whole earlier file) is taken at its word."""
+    if ws is None:
+        return reverts is None
+    if not (ws / rel).exists() or text is None:
+        return False
+    try:
+        now, new = json.loads((ws / rel).read_text()), json.loads(text)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(now, dict) or not isinstance(new, dict):
+        return False
+    return {g for g in set(now) | set(new) if now.get(g) != new.get(g)} <= {gym}
 
 
 def _module_changes(p, act: Intervention) -> dict[str, str]:

@@ -525,3 +525,109 @@ def test_refusals_waiting_on_one_gyms_examples_do_not_hold_back_another_gyms_rem
     assert res.status == base.OK, res.reason
     assert len(res.commits) == 1 and last_msg(exp).startswith("Show tau a worked example"), record(res)
     assert "The worked examples just shown to travel are still being measured" in record(res)
+
+
+def test_reverts_of_two_gyms_changes_and_a_third_gyms_remedy_go_in_one_session(tmp_path, monkeypatch):
+    """The H100 run of 2026-12-06: its last session (step 20) reverted persuade's harmful step
+    reward alone, while travel's step reward and tau's example, both measured "no effect", and
+    turtle's early answers waited for a session that never came. A revert is the change of the
+    gym it takes back: each gym's goes in its own commit, beside another gym's remedy."""
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    tau = agent_commit(exp, "user.tau.match_threshold", 0.45, "score/tau rises.")
+    travel = agent_commit(exp, "user.travel.match_threshold", 0.45, "score/travel rises.")
+    write_run(exp / "run-001", 12, gym="travel",
+              metric_fn=lambda s, r: {"score/tau": (0.3 if s < 4 else 0.02) + r.gauss(0, 0.01),
+                                      "score/travel": 0.2 + r.gauss(0, 0.01)})
+    write_steps(exp / "run-001", {s: [function_guess(), function_guess()] for s in (10, 11, 12)})
+    add_event(exp / "run-001", event="applied", commit=tau, step=4)
+    add_event(exp / "run-001", event="applied", commit=travel, step=6)
+    got = effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)
+    measured = {e.commit: e.label for e in got}
+    assert measured == {tau: "harmed", travel: "inconclusive"}
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    ws = exp / "workspace"
+    msgs = [gitops.message(ws, c) for c in res.commits]
+    assert len(msgs) == 3, record(res)
+    assert msgs[0].startswith(f"Revert {tau[:10]}: it harmed score/tau") and f"Reverts: {tau}" in msgs[0]
+    assert msgs[1].startswith(f"Revert {travel[:10]}: no effect on score/travel")
+    assert "function" in msgs[2].split("\n")[0], msgs[2]
+    assert knobs(exp)["user"]["tau"]["match_threshold"] == knobs(exp)["user"]["travel"]["match_threshold"] == 0.5
+
+
+def test_a_revert_of_a_demonstrations_file_that_other_gyms_changed_since_reaches_them_too(tmp_path, monkeypatch):
+    """A revert puts back a whole earlier file: where that would also change another gym's
+    examples, it is not one gym's change, and goes alone."""
+    from orchestrator.agents import remedies
+    from orchestrator.agents.remedies import Intervention
+
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    ws = exp / "workspace"
+    rel = "demonstrations/usergym.json"
+    demos = json.loads((ws / rel).read_text())
+    only_tau = json.dumps(demos | {"tau": demos["tau"][1:]})
+    both = json.dumps(demos | {"tau": demos["tau"][1:], "travel": demos["travel"][1:]})
+    revert = lambda text: Intervention("Revert abc", "why", "took/tau/identify stays.",  # noqa: E731
+                                       files={rel: text}, reverts="abc")
+    assert remedies.gym_scope(revert(only_tau), ["tau", "travel"], ws) == "tau"
+    assert remedies.gym_scope(revert(both), ["tau", "travel"], ws) is None
+    assert remedies.gym_scope(revert(only_tau), ["tau", "travel"]) is None       # nothing to compare
+
+
+def test_a_gym_refusing_actions_gets_its_own_example_beside_another_gyms_revert(tmp_path, monkeypatch):
+    """The same run's next session (step 24, replayed here): one more example for every refusing
+    gym was left for later, as tau's and travel's reverts had gone in, and turtle, refusing 43%
+    of its turns, got nothing. Each refusing gym's own example goes beside them, judged on that
+    gym's refused share (invalid/<gym>)."""
+    refused = lambda gym: ep(gym, [turn("Sure, here is my plan", "Invalid action: start your "  # noqa: E731
+                                        "message with [search], [action] or [answer].", invalid_action=True)
+                                   for _ in range(3)])
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    tau = agent_commit(exp, "user.tau.match_threshold", 0.45, "score/tau rises.")
+    write_run(exp / "run-001", 12, gym="travel",
+              metric_fn=lambda s, r: {"score/tau": (0.3 if s < 4 else 0.02) + r.gauss(0, 0.01),
+                                      "episode/invalid_rate": 0.6})
+    write_steps(exp / "run-001", {s: [refused("turtle"), refused("travel")] for s in (10, 11, 12)})
+    add_event(exp / "run-001", event="applied", commit=tau, step=4)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["harmed"]
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    msgs = [gitops.message(exp / "workspace", c) for c in res.commits]
+    assert [m.split("\n")[0] for m in msgs] == [
+        f"Revert {tau[:10]}: it harmed score/tau",
+        "Show one more worked example to travel (1 -> 2)", "Show one more worked example to turtle (1 -> 2)"]
+    assert "Expect: invalid/turtle falls, then score/turtle rises." in msgs[2]
+    assert effects.target_of(msgs[2], {}, ["turtle", "travel"]) == ("invalid/turtle", "down")
+    k = knobs(exp)["env"]
+    assert (k["turtle"]["demonstrations"], k["travel"]["demonstrations"], k["tau"]["demonstrations"]) == (2, 2, 1)
+
+
+def test_a_step_reward_its_revert_switched_off_is_not_switched_on_again(tmp_path, monkeypatch):
+    """The step reward a commit added for persuade, reverted as "harmed", is the same change when
+    a later finding (success near zero) would switch it on again: it stays off."""
+    from orchestrator.agents import remedies
+    from orchestrator.agents.builtin import Planner
+    from orchestrator.finding import Finding
+
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [ep("persuade", [turn("[answer] Yes.", "Heard.", answered=True)])]
+                                              for s in (4, 5, 6)}, steps=0)
+    ws = exp / "workspace"
+    name = "eau_step_persuade_disclosed"
+    (ws / "rewards" / f"{name}.py").write_text(
+        "def turn_reward(turn):\n    return 0.1 if 'disclosed' in turn.get('first_steps', []) and 'persuade' == 'persuade' else 0.0\n")
+    k = knobs(exp)
+    k["reward"]["modules"][name] = {"enabled": True, "weight": 1.0}
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    added = gitops.commit_all(ws, f"Add step reward {name}\n\nWhy: a test.\nExpect: score/persuade rises.\n",
+                              "builtin", "s000")
+    k["reward"]["modules"][name]["enabled"] = False
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    gitops.commit_all(ws, f"Revert {added[:10]}: it harmed score/persuade\n\nWhy: a test.\n"
+                      f"Expect: score/persuade back.\nReverts: {added}\n", "builtin", "s001")
+    undone, files = remedies.taken_back(ws)
+    assert (f"reward.modules.{name}.enabled", "False -> True") in undone
+    planner = Planner(knobs(exp), None, ws, ["persuade"], undone, set(), avoid_files=files,
+                      bench="usergym", episodes=replay_episodes(exp), window=2)
+    act = planner.on_low_success(Finding("low_success", "persuade", "success/persuade averages 0.00.", {}),
+                                 exp / "run-001")
+    assert act is None or name not in act.subject, act.subject
