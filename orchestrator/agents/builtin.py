@@ -109,6 +109,9 @@ class Planner:
         self._vetted: set[int] = set()        # interventions their replay already passed
         self._dropped: set[str] = set()       # subjects their replay showed cannot work
         self._grouped_example_subject: str | None = None   # the example for every refusing gym
+        # gyms whose refusals wait on their examples' measurement: for the whole session, as the
+        # pooled finding that names them is not planned again after the session's first commit
+        self.held: set[str] = set()
         self.defer_global = False             # gyms' own remedies before one reaching every gym
 
     # ---- helpers
@@ -169,7 +172,7 @@ class Planner:
         self.run_dir = run_dir
         self.metrics = diagnostics.read_metrics(run_dir)
         deferred: Intervention | None = None
-        held: set[str] = set()         # gyms whose refusals wait on their examples' measurement
+        held = self.held
         for f in findings:
             if f.gym in held and f.kind not in URGENT_KINDS:
                 continue
@@ -187,11 +190,15 @@ class Planner:
                 return act
             if self.waiting:        # refused turns cause the deadlocks and zero success after
                 self.unremedied.append(self.waiting)       # them: no second cause meanwhile
-                if f.gym is None:
+                # for the gyms that refuse alone: the CPU run of 16 steps (2026-12-06) waited
+                # two whole sessions on travel's examples while persuade's and tau's findings had
+                # remedies; a pooled finding (gym None) holds back each gym it names as refusing
+                refusing = {f.gym} if f.gym else {
+                    g for g, rate in (f.evidence.get("by_gym") or {}).items()
+                    if g in self.gyms and rate >= diagnostics.INVALID_FRAC}
+                if not refusing:
                     return None
-                # for that gym alone: the CPU run of 16 steps (2026-12-06) waited two whole
-                # sessions on travel's examples while persuade's and tau's findings had remedies
-                held.add(f.gym)
+                held |= refusing
                 self.waiting = None
                 continue
             # observations, not problems; a remedy dropped by its replay has said why already

@@ -631,3 +631,30 @@ def test_a_step_reward_its_revert_switched_off_is_not_switched_on_again(tmp_path
     act = planner.on_low_success(Finding("low_success", "persuade", "success/persuade averages 0.00.", {}),
                                  exp / "run-001")
     assert act is None or name not in act.subject, act.subject
+
+
+def test_pooled_refusals_waiting_on_examples_hold_back_only_the_gyms_that_refuse(tmp_path, monkeypatch):
+    """Gyms with too few recent turns to judge alone are judged together (one finding naming each
+    gym's rate): while travel's newest example is measured, travel and persuade, the gyms that
+    refuse, wait; tau, which does not, gets its identification example."""
+    refused = lambda gym: ep(gym, [turn("Sure, here is my plan", "Invalid action: start your message "  # noqa: E731
+                                        "with [search], [action] or [answer].", invalid_action=True)
+                                   for _ in range(2)])
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [refused("travel"), refused("persuade"), tau_unidentified(), tau_unidentified()]
+                       for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"episode/invalid_rate": 0.5})
+    ws = exp / "workspace"
+    k = knobs(exp)
+    k["env"]["travel"]["demonstrations"] += 1
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    sha = gitops.commit_all(ws, "Show travel one more worked example\n\nWhy: a test.\n"
+                            "Expect: episode/invalid_rate falls.\n", "builtin", "s000")
+    effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": "s000",
+                                "status": "ok", "commits": [sha]})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert "gyms) were refused for their format" in record(res)          # the pooled finding
+    assert len(res.commits) == 1 and last_msg(exp).startswith("Show tau a worked example"), record(res)
+    assert "The worked examples just shown to travel are still being measured" in record(res)
+    assert knobs(exp)["env"]["persuade"]["demonstrations"] == 1
