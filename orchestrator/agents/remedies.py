@@ -137,7 +137,7 @@ def worked_example(p, gym: str, step: str, why: str) -> Intervention | None:
     or there is none to show. `p` is the planner (knob values, limits, busy paths)."""
     rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
     path = p.ws / rel
-    if {rel, f"{rel}#{gym}", knob} & p.busy or rel in p.avoid_files or not path.exists():
+    if {rel, f"{rel}#{gym}", knob} & p.busy or {rel, f"{rel}#{gym}"} & p.avoid_files or not path.exists():
         return None
     data = json.loads(path.read_text())
     examples = list(data.get(gym) or [])
@@ -289,8 +289,9 @@ def taken_back(ws: Path) -> tuple[set[tuple[str, str]], set[str]]:
             old = gitops.knobs_at(ws, parents[0]) if parents else {}
             changed = diagnostics.knob_changes(old, gitops.knobs_at(ws, sha))
             if parents:
-                files |= {p for p in gitops.git(ws, "diff", "--name-only", parents[0], sha).split()
-                          if p != "knobs.json"}
+                for rel in gitops.git(ws, "diff", "--name-only", parents[0], sha).split():
+                    if rel != "knobs.json":
+                        files |= _taken_back_file(ws, rel, parents[0], sha)
         except gitops.GitError:
             continue
         pairs |= {(k, f"{a} -> {b}") for k, (a, b) in changed.items()}
@@ -300,6 +301,21 @@ def taken_back(ws: Path) -> tuple[set[tuple[str, str]], set[str]]:
         pairs |= {(k, "False -> True") for k, (a, b) in changed.items()
                   if a is None and b is True and k.endswith(".enabled")}
     return pairs, files
+
+
+def _taken_back_file(ws: Path, rel: str, parent: str, sha: str) -> set[str]:
+    """What a revert of `sha` took back of the file `rel`: the file, or for a demonstrations file
+    (one file holds every gym's examples) `rel#<gym>` for each gym whose examples `sha` changed;
+    reverting tau's example once kept every gym's examples from changing again."""
+    if not rel.startswith("demonstrations/") or not rel.endswith(".json"):
+        return {rel}
+    try:
+        old, new = (json.loads(gitops.git(ws, "show", f"{c}:{rel}")) for c in (parent, sha))
+    except (gitops.GitError, ValueError):
+        return {rel}
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return {rel}
+    return {f"{rel}#{g}" for g in set(old) | set(new) if old.get(g) != new.get(g)} or {rel}
 
 
 def eased(p, gym: str) -> list[str]:

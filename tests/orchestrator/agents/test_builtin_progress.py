@@ -658,3 +658,24 @@ def test_pooled_refusals_waiting_on_examples_hold_back_only_the_gyms_that_refuse
     assert len(res.commits) == 1 and last_msg(exp).startswith("Show tau a worked example"), record(res)
     assert "The worked examples just shown to travel are still being measured" in record(res)
     assert knobs(exp)["env"]["persuade"]["demonstrations"] == 1
+
+
+def test_a_reverted_example_of_one_gym_leaves_the_other_gyms_examples_free(tmp_path, monkeypatch):
+    """Every gym's examples live in one file: taking back tau's example (no effect) keeps tau's
+    from being changed again, not travel's, whose own missing search still gets its example."""
+    from orchestrator.agents import remedies
+
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)})
+    assert base.run_session(ctx(exp)).commits and last_msg(exp).startswith("Show tau")
+    ws, rel = exp / "workspace", "demonstrations/usergym.json"
+    added = gitops.git(ws, "rev-parse", "HEAD").strip()
+    (ws / rel).write_text(gitops.git(ws, "show", f"{added}^:{rel}"))
+    gitops.commit_all(ws, f"Revert {added[:10]}: no effect on took/tau/identify\n\nWhy: a test.\n"
+                      f"Expect: took/tau/identify stays within its noise floor.\nReverts: {added}\n",
+                      "builtin", "s002")
+    assert remedies.taken_back(ws)[1] == {f"{rel}#tau"}
+    write_steps(exp / "run-001", {s: [tau_unidentified(), travel_blind(), travel_blind()] for s in (7, 8, 9)})
+    res = base.run_session(ctx(exp, "s003"))
+    assert len(res.commits) == 1, record(res)
+    assert last_msg(exp).startswith("Show travel"), record(res)
+    assert json.loads((ws / rel).read_text())["tau"][0]["id"] != "eau-tau-identify-then-lookup"
