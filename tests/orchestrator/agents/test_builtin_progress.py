@@ -503,6 +503,18 @@ def test_after_a_change_to_every_gym_a_gyms_own_finding_goes_first(tmp_path, mon
         assert last_change_reached_every_gym(ctx(exp), ["tau", "travel"]) == (session == "s001")
 
 
+def travel_example_being_measured(exp):
+    """A session s000 that showed travel one more example, its effect not measured yet."""
+    ws = exp / "workspace"
+    k = knobs(exp)
+    k["env"]["travel"]["demonstrations"] += 1
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    sha = gitops.commit_all(ws, "Show travel one more worked example\n\nWhy: a test.\n"
+                            "Expect: episode/invalid_rate falls.\n", "builtin", "s000")
+    effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": "s000",
+                                "status": "ok", "commits": [sha]})
+
+
 def test_refusals_waiting_on_one_gyms_examples_do_not_hold_back_another_gyms_remedy(tmp_path, monkeypatch):
     """The CPU run of 16 steps (2026-12-06): sessions s006 and s007 waited on travel's newest
     example being measured, and committed nothing for any gym. The wait is travel's alone: tau's
@@ -513,14 +525,7 @@ def test_refusals_waiting_on_one_gyms_examples_do_not_hold_back_another_gyms_rem
     exp = usergym_exp(tmp_path, monkeypatch,
                       {s: [refused(), refused(), tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)},
                       metrics=lambda s, r: {"episode/invalid_rate": 0.5})
-    ws = exp / "workspace"
-    k = knobs(exp)
-    k["env"]["travel"]["demonstrations"] += 1
-    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
-    sha = gitops.commit_all(ws, "Show travel one more worked example\n\nWhy: a test.\n"
-                            "Expect: episode/invalid_rate falls.\n", "builtin", "s000")
-    effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": "s000",
-                                "status": "ok", "commits": [sha]})
+    travel_example_being_measured(exp)
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     assert len(res.commits) == 1 and last_msg(exp).startswith("Show tau a worked example"), record(res)
@@ -644,14 +649,7 @@ def test_pooled_refusals_waiting_on_examples_hold_back_only_the_gyms_that_refuse
                       {s: [refused("travel"), refused("persuade"), tau_unidentified(), tau_unidentified()]
                        for s in (4, 5, 6)},
                       metrics=lambda s, r: {"episode/invalid_rate": 0.5})
-    ws = exp / "workspace"
-    k = knobs(exp)
-    k["env"]["travel"]["demonstrations"] += 1
-    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
-    sha = gitops.commit_all(ws, "Show travel one more worked example\n\nWhy: a test.\n"
-                            "Expect: episode/invalid_rate falls.\n", "builtin", "s000")
-    effects.ledger_append(exp, {"type": "session", "agent": "builtin", "session_id": "s000",
-                                "status": "ok", "commits": [sha]})
+    travel_example_being_measured(exp)
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     assert "gyms) were refused for their format" in record(res)          # the pooled finding
