@@ -71,21 +71,26 @@ _TRAVEL_SEARCH_FIRST = {"id": "eau-travel-car-porto-search-first", "messages": [
     {"role": "assistant", "content": "[action] And the transmission?"},
     {"role": "user", "content": "For the car, I want transmission: automatic."},
     {"role": "assistant", "content": "[answer] C2"}]}
+# TauGym's symbolic user gives one fact a reply (its disclosure knob, default 1): asked for name
+# and zip at once it says the name only. The first version of this example had the user give both
+# in one reply, and in the H100 run of 2026-12-06 tau episodes asked once, got the name, and never
+# called the tool (took/tau/identify 0 at step 24), so the example asks for each fact in turn.
 _TAU_IDENTIFY = {"id": "eau-tau-identify-then-lookup", "messages": [
     {"role": "user", "content": "Here is my request: Hello, something is wrong with my order.\nTry "
                                 "to fulfill it step by step by calling the internal tools and "
                                 "communicating with me!"},
-    {"role": "assistant", "content": "[action] I can help. What are your first name, last name and "
-                                     "zip code?"},
-    {"role": "user", "content": "I am Ana Souza, zip code 30301."},
+    {"role": "assistant", "content": "[action] I can help. What is your full name?"},
+    {"role": "user", "content": "My name is Ana Souza."},
+    {"role": "assistant", "content": "[action] Thank you. And your zip code?"},
+    {"role": "user", "content": "My zip code is 30301."},
     {"role": "assistant", "content": '[answer] {"name": "find_user_id_by_name_zip", "arguments": '
                                      '{"first_name": "Ana", "last_name": "Souza", "zip": "30301"}}'},
     {"role": "user", "content": 'Tool result: "ana_souza_4821"'},
     {"role": "assistant", "content": '[answer] {"name": "get_user_details", "arguments": '
                                      '{"user_id": "ana_souza_4821"}}'},
     {"role": "user", "content": 'Tool result: {"orders": ["#W5550123", "#W5550456"]}'},
-    {"role": "assistant", "content": "[action] I see orders #W5550123 and #W5550456. Which one is "
-                                     "it, and what should I do with it?"}]}
+    {"role": "assistant", "content": "[action] I see orders #W5550123 and #W5550456. Which order "
+                                     "is it, and what should I do with it?"}]}
 STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("travel", "search"): _TRAVEL_SEARCH_FIRST, ("tau", "identify"): _TAU_IDENTIFY,
     ("tau", "lookup"): _TAU_IDENTIFY}
