@@ -185,6 +185,11 @@ class Planner:
                 # the H100 rerun: the format reward's on/off ranked first at every session, and
                 # tau's curriculum never came; a gym's own finding gets this session first
                 deferred = deferred or act
+                if f.kind == "invalid_actions":
+                    # refused turns cause the deadlocks after them: a refusing gym whose example
+                    # waits here gets no second remedy meanwhile (a test of the CPU run's pooled
+                    # finding raised persuade's turn cap, its example deferred, before this)
+                    held |= self._refusing(f)
                 continue
             if act is not None:
                 return act
@@ -193,9 +198,7 @@ class Planner:
                 # for the gyms that refuse alone: the CPU run of 16 steps (2026-12-06) waited
                 # two whole sessions on travel's examples while persuade's and tau's findings had
                 # remedies; a pooled finding (gym None) holds back each gym it names as refusing
-                refusing = {f.gym} if f.gym else {
-                    g for g, rate in (f.evidence.get("by_gym") or {}).items()
-                    if g in self.gyms and rate >= diagnostics.INVALID_FRAC}
+                refusing = self._refusing(f)
                 if not refusing:
                     return None
                 held |= refusing
@@ -210,6 +213,11 @@ class Planner:
                                    f"findings, as the last session's change reached every gym; "
                                    f"no gym's own remedy could be committed, so it goes now.")
         return deferred
+
+    def _refusing(self, f: Finding) -> set[str]:
+        """The gyms a refusal finding names as refusing: its own, or those of a pooled one."""
+        return {f.gym} if f.gym else {g for g, rate in (f.evidence.get("by_gym") or {}).items()
+                                      if g in self.gyms and rate >= diagnostics.INVALID_FRAC}
 
     def vetted(self, candidates: list[Intervention | None]) -> Intervention | None:
         """The first candidate the gate would accept (gate_refusal) and whose replay on the recent
@@ -332,12 +340,34 @@ class Planner:
             # refusals (the H100 run of 2026-12-06, step 24: turtle refused 43% and got nothing)
             gyms = [f.gym]
         busy = [g for g in gyms if f"env.{g}.demonstrations" in self.busy]
-        if busy:
+        if busy and (f.gym in busy or len(busy) == len(gyms)):
             # the reason first: a session line keeps its first sentences (orchestrator/sentences.py)
             # and the CPU demo's s002 line once showed only the stale finding
             self.waiting = (f"The worked examples just shown to {', '.join(busy)} are still being "
                             f"measured, so none is added meanwhile: {f.message}")
             return None     # one cause at a time
+        if busy:
+            # a pooled finding: the gyms whose examples are being measured wait, the others get
+            # theirs now. The CPU run of 16 steps (2026-12-06) held persuade's example (refusals
+            # 0.65) two sessions on travel's, which the finding named beside it.
+            self.unremedied.append(f"The worked examples just shown to {', '.join(busy)} are still "
+                                   f"being measured, so {', '.join(busy)} {'gets' if len(busy) == 1 else 'get'} none "
+                                   f"more meanwhile.")
+            gyms = [g for g in gyms if g not in busy]
+            self.held |= set(busy)      # their refusals cause their other findings: no second cause
+        refusing = [g for g in gyms if g in self._refusing(f)]
+        if f.gym is None and self.defer_global and refusing:
+            # after a change that reached every gym, an example for several gyms would wait on
+            # the gyms' own findings (and be left for a later session once one is committed):
+            # the gym that refuses most gets its own now, judged on its own refusals
+            rates = f.evidence.get("by_gym") or {}
+            first = max(refusing, key=lambda g: rates.get(g, 0.0))
+            rest = [g for g in gyms if g != first]
+            if rest:
+                self.unremedied.append(f"{', '.join(rest)}: no worked example added this session, as "
+                                       f"the last session's change reached every gym and this one "
+                                       f"goes gym by gym ({first} refuses most).")
+            gyms = [first]
         writes = {}
         for gym in gyms:
             path = f"env.{gym}.demonstrations"
@@ -348,8 +378,10 @@ class Planner:
         if writes:
             names = ", ".join(sorted({p.split(".")[1] for p in writes}))
             old = sorted({self.value(p) for p in writes})
-            expect = (f"invalid/{f.gym} falls, then score/{f.gym} rises." if list(writes) == [own]
-                      and len(self.gyms) > 1 else "episode/invalid_rate falls, then reward/mean rises.")
+            # one gym's example is judged on that gym's refusals, whichever finding named it
+            one = next(iter(writes)).split(".")[1] if len(writes) == 1 else None
+            expect = (f"invalid/{one} falls, then score/{one} rises." if one and len(self.gyms) > 1
+                      else "episode/invalid_rate falls, then reward/mean rises.")
             act = Intervention(
                 f"Show one more worked example to {names} ({'/'.join(map(str, old))} -> "
                 f"{'/'.join(map(str, sorted(set(writes.values()))))})",

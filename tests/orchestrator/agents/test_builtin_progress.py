@@ -44,6 +44,11 @@ def last_msg(exp):
     return gitops.message(exp / "workspace", "HEAD")
 
 
+def messages(exp, n):
+    """The workspace's last `n` commit messages, newest first."""
+    return [gitops.message(exp / "workspace", f"HEAD~{i}") for i in range(n)]
+
+
 def record(res):
     return Path(res.transcript).read_text()
 
@@ -65,6 +70,35 @@ def test_tau_is_shown_a_worked_example_that_identifies_the_user_first(tmp_path, 
     # first (score/tau of a small policy stays 0 for many steps), then by the score
     assert "Expect: took/tau/identify rises, then score/tau." in msg
     assert effects.target_of(msg, {}, ["tau", "travel"]) == ("took/tau/identify", "up")
+
+
+def test_the_tau_example_asks_as_the_symbolic_user_answers(tmp_path):
+    """TauGym's symbolic user gives one fact a reply: asked for name and zip at once it says the
+    name only, and an example whose user gave both (the first version) was never followed by a
+    find_user_id_by_name_zip call in the H100 run of 2026-12-06. Each of the example's questions,
+    asked in a shipped task, gets the kind of reply the example shows, and the call it then makes
+    with those facts finds the user."""
+    from orchestrator.agents.remedies import STEP_EXAMPLES
+    from training.benches.usergym import BENCH
+    from training.snapshot import Snapshot
+    msgs = STEP_EXAMPLES[("tau", "identify")]["messages"]
+    snap = Snapshot.from_dir(ROOT / "workspace")
+    for task in BENCH.load_tasks("train", ["tau"])[:5]:
+        env = BENCH.make_env(task, snap, seed=0)
+        env.reset()
+        user = task.data["user"]
+        for i, m in enumerate(msgs[1:5], start=1):
+            if m["role"] != "assistant":
+                continue
+            obs = env.step(m["content"])[0]
+            shown = msgs[i + 1]["content"]         # the example's reply to this question
+            said = "name" if shown.startswith("My name is") else "zip"
+            assert obs == (f"My name is {user['first_name']} {user['last_name']}." if said == "name"
+                           else f"My zip code is {user['zip']}."), (m["content"], obs)
+        call = {"name": "find_user_id_by_name_zip",
+                "arguments": {k: user[k] for k in ("first_name", "last_name", "zip")}}
+        obs = env.step("[answer] " + json.dumps(call))[0]
+        assert user["user_id"] in obs
 
 
 def _run_module(src, turn_):
@@ -638,10 +672,12 @@ def test_a_step_reward_its_revert_switched_off_is_not_switched_on_again(tmp_path
     assert act is None or name not in act.subject, act.subject
 
 
-def test_pooled_refusals_waiting_on_examples_hold_back_only_the_gyms_that_refuse(tmp_path, monkeypatch):
+def test_pooled_refusals_wait_only_for_the_gyms_whose_examples_are_measured(tmp_path, monkeypatch):
     """Gyms with too few recent turns to judge alone are judged together (one finding naming each
-    gym's rate): while travel's newest example is measured, travel and persuade, the gyms that
-    refuse, wait; tau, which does not, gets its identification example."""
+    gym's rate). The CPU run of 16 steps (2026-12-06) held persuade's example two sessions on
+    travel's, which that finding named beside it: while travel's newest example is measured,
+    travel waits, persuade gets one more example and tau, which does not refuse, its
+    identification example, each gym in its own commit."""
     refused = lambda gym: ep(gym, [turn("Sure, here is my plan", "Invalid action: start your message "  # noqa: E731
                                         "with [search], [action] or [answer].", invalid_action=True)
                                    for _ in range(2)])
@@ -650,12 +686,20 @@ def test_pooled_refusals_waiting_on_examples_hold_back_only_the_gyms_that_refuse
                        for s in (4, 5, 6)},
                       metrics=lambda s, r: {"episode/invalid_rate": 0.5})
     travel_example_being_measured(exp)
+    before = knobs(exp)["env"]
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     assert "gyms) were refused for their format" in record(res)          # the pooled finding
-    assert len(res.commits) == 1 and last_msg(exp).startswith("Show tau a worked example"), record(res)
     assert "The worked examples just shown to travel are still being measured" in record(res)
-    assert knobs(exp)["env"]["persuade"]["demonstrations"] == 1
+    subjects = [m.split("\n")[0] for m in messages(exp, len(res.commits))]
+    assert len(res.commits) == 2, subjects
+    assert any(s.startswith("Show one more worked example to persuade (1 -> 2)") for s in subjects), subjects
+    assert any(s.startswith("Show tau a worked example") for s in subjects), subjects
+    persuade = next(m for m in messages(exp, 2) if "to persuade" in m.split("\n")[0])
+    assert "Expect: invalid/persuade falls, then score/persuade rises." in persuade   # its own metric
+    after = knobs(exp)["env"]
+    assert after["persuade"]["demonstrations"] == before["persuade"]["demonstrations"] + 1
+    assert after["travel"]["demonstrations"] == before["travel"]["demonstrations"]
 
 
 def test_a_reverted_example_of_one_gym_leaves_the_other_gyms_examples_free(tmp_path, monkeypatch):
