@@ -312,6 +312,34 @@ class Planner:
     def _grouped_example_dropped(self) -> bool:
         return self._grouped_example_subject in self._dropped
 
+    def _step_examples_first(self, writes: dict[str, int]) -> tuple[dict[str, str], str]:
+        """For each gym a refusal example goes to that also never takes a step its success needs
+        (a missing_step finding), the example that takes the step first among those shown, as
+        the same commit's file change; the files and a sentence for the Why. The H100 run of
+        2026-12-06 (seed 0, second run) showed tau its examples that ask but never identify the
+        user at steps 12 and 20, for its refusals, and the identification example only at step
+        24, after the refusals had fallen: too late to be measured."""
+        datas: dict[str, dict[str, Any]] = {}
+        moved: list[str] = []
+        for path, new in writes.items():
+            gym = path.split(".")[1]
+            rel = f"demonstrations/{remedies.GYM_BENCH.get(gym)}.json"
+            if {rel, f"{rel}#{gym}"} & (self.busy | self.avoid_files) or not (self.ws / rel).exists():
+                continue
+            for step in dict.fromkeys(x.evidence.get("step") for x in self.findings
+                                      if x.kind == "missing_step" and x.gym == gym):
+                if not step:
+                    continue
+                data = datas.get(rel) or json.loads((self.ws / rel).read_text())
+                first = remedies.step_example_first(data, gym, step, new)
+                if first is not None:
+                    datas[rel] = data
+                    moved.append(f"{gym}'s first example is now {first['id']}, which uses "
+                                 f"{remedies.S.WHAT[step]}, a step no recent {gym} episode took")
+                    break
+        files = {rel: json.dumps(d, indent=2, ensure_ascii=False) + "\n" for rel, d in datas.items()}
+        return files, (" " + "; ".join(moved) + "." if moved else "")
+
     def on_invalid_actions(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Most turns refused: the policy has not seen the format. One more worked example for
         each gym concerned (the whole run's gyms when the finding pools them), within the knob's
@@ -374,8 +402,8 @@ class Planner:
             new = self.step(path, +1)
             if new is not None and new <= self.demo_examples(gym):
                 writes[path] = new
-        own = f"env.{f.gym}.demonstrations"
         if writes:
+            files, moved = self._step_examples_first(writes)
             names = ", ".join(sorted({p.split(".")[1] for p in writes}))
             old = sorted({self.value(p) for p in writes})
             # one gym's example is judged on that gym's refusals, whichever finding named it
@@ -388,7 +416,7 @@ class Planner:
                 f"{self._refusal_evidence([p.split('.')[1] for p in writes], f)} Refused turns "
                 f"earn nothing, so PPO has no signal; a worked exchange in "
                 f"the context made an untrained 135M policy write valid actions (0 -> 81% of turns "
-                f"on held-out IntentionGym tasks).", expect, knobs=writes)
+                f"on held-out IntentionGym tasks).{moved}", expect, knobs=writes, files=files)
             if len(writes) > 1:
                 self._grouped_example_subject = act.subject
             return act

@@ -145,19 +145,10 @@ def worked_example(p, gym: str, step: str, why: str) -> Intervention | None:
     if {rel, f"{rel}#{gym}", knob} & p.busy or {rel, f"{rel}#{gym}"} & p.avoid_files or not path.exists():
         return None
     data = json.loads(path.read_text())
-    examples = list(data.get(gym) or [])
     shown = int(p.value(knob) or 0)
-    if any(example_takes(gym, step, ex) for ex in examples[:shown]):
+    first = step_example_first(data, gym, step, shown)
+    if first is None:
         return None
-    at = next((i for i, ex in enumerate(examples) if example_takes(gym, step, ex)), None)
-    if at is not None:
-        first = examples.pop(at)
-    elif (gym, step) in STEP_EXAMPLES:
-        first = copy.deepcopy(STEP_EXAMPLES[(gym, step)])
-        examples = examples[:MAX_EXAMPLES - 1]
-    else:
-        return None
-    data[gym] = [first, *examples]
     knobs = {}
     if shown == 0:
         new = p.step(knob, +1)
@@ -172,6 +163,25 @@ def worked_example(p, gym: str, step: str, why: str) -> Intervention | None:
         f"valid turns on held-out IntentionGym tasks).",
         step_expect(gym, step),
         knobs=knobs, files={rel: json.dumps(data, indent=2, ensure_ascii=False) + "\n"})
+
+
+def step_example_first(data: dict[str, Any], gym: str, step: str, shown: int) -> dict[str, Any] | None:
+    """Put an example that takes `step` first among `data[gym]` (one of the file's, else an
+    invented one) and return it; None, and `data` unchanged, when one of the first `shown` takes
+    it already or there is none to show."""
+    examples = list(data.get(gym) or [])
+    if any(example_takes(gym, step, ex) for ex in examples[:shown]):
+        return None
+    at = next((i for i, ex in enumerate(examples) if example_takes(gym, step, ex)), None)
+    if at is not None:
+        first = examples.pop(at)
+    elif (gym, step) in STEP_EXAMPLES:
+        first = copy.deepcopy(STEP_EXAMPLES[(gym, step)])
+        examples = examples[:MAX_EXAMPLES - 1]
+    else:
+        return None
+    data[gym] = [first, *examples]
+    return first
 
 
 def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:

@@ -702,6 +702,32 @@ def test_pooled_refusals_wait_only_for_the_gyms_whose_examples_are_measured(tmp_
     assert after["travel"]["demonstrations"] == before["travel"]["demonstrations"]
 
 
+def test_a_refusal_example_for_a_gym_missing_a_step_shows_the_step_first(tmp_path, monkeypatch):
+    """The H100 run of 2026-12-06 (seed 0, second run): tau refused half its turns and never
+    identified the user; its refusals got examples that ask but never identify (steps 12 and 20)
+    and the identification example came at step 24, too late to be measured. The example a
+    refusing gym gets now is the one that takes its missing step, in the same commit."""
+    refused = lambda: ep("tau", [turn("I'm sorry. I'm unable to assist you with your order.",  # noqa: E731
+                                      "Invalid action: start your message with [search], [action] or "
+                                      "[answer].", invalid_action=True) for _ in range(3)])
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [refused(), refused(), tau_unidentified(), tau_unidentified()] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"episode/invalid_rate": 0.6})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert "recent tau agent turns" in record(res) and "were refused for their format" in record(res)
+    msg = last_msg(exp)
+    # the gyms no finding judged get one too (the run samples them too seldom to judge)
+    assert msg.startswith("Show one more worked example to ") and "tau" in msg.split("\n")[0], msg
+    assert "tau's first example is now eau-tau-identify-then-lookup" in msg
+    demos = json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())
+    assert demos["tau"][0]["id"] == "eau-tau-identify-then-lookup"
+    assert knobs(exp)["env"]["tau"]["demonstrations"] == 2
+    # the other gyms' examples are as shipped
+    shipped = json.loads((ROOT / "workspace" / "demonstrations" / "usergym.json").read_text())
+    assert {g: v for g, v in demos.items() if g != "tau"} == {g: v for g, v in shipped.items() if g != "tau"}
+
+
 def test_a_reverted_example_of_one_gym_leaves_the_other_gyms_examples_free(tmp_path, monkeypatch):
     """Every gym's examples live in one file: taking back tau's example (no effect) keeps tau's
     from being changed again, not travel's, whose own missing search still gets its example."""
