@@ -227,7 +227,13 @@ class Planner:
             if act is None or act.subject in self._dropped:
                 continue
             why_not = self.gate_refusal(act)
+            # the gym its effect is judged on: its own, or the one its Expect line names (a
+            # shared module "for tau" is measured on score/tau). The CPU run of 16 steps
+            # (2026-12-06, second) added eau_progress for tau two steps after tau's example, so
+            # neither could be told apart and tau waited two sessions on both
             scope = remedies.gym_scope(act, self.gyms, self.ws)
+            judged = remedies.target_gyms(act, self.gyms)
+            scope = scope or (judged[0] if len(judged) == 1 and len(self.gyms) > 1 else None)
             if not why_not and scope and f"gym:{scope}" in self.busy:
                 why_not = (f"{act.subject}: not committed yet, as the last change to {scope} is "
                            f"still being measured on {scope}'s metric.")

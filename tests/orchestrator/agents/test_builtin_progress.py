@@ -747,3 +747,24 @@ def test_a_reverted_example_of_one_gym_leaves_the_other_gyms_examples_free(tmp_p
     assert len(res.commits) == 1, record(res)
     assert last_msg(exp).startswith("Show travel"), record(res)
     assert json.loads((ws / rel).read_text())["tau"][0]["id"] != "eau-tau-identify-then-lookup"
+
+
+@pytest.mark.parametrize("busy, waits", [({"gym:tau"}, True), ({"gym:travel"}, False)])
+def test_a_shared_module_for_a_gym_waits_while_that_gyms_change_is_measured(tmp_path, monkeypatch, busy, waits):
+    """The second CPU run of 16 steps (2026-12-06): eau_progress "for tau" (a module every gym
+    shares, judged on score/tau) went in two steps after tau's identification example, so the
+    effects of the two could not be told apart and tau waited two sessions on both. A change
+    judged on one gym's metric waits while that gym's last change is measured, whatever it
+    writes."""
+    from orchestrator.agents.builtin import Planner
+    from orchestrator.agents.remedies import Intervention
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    ws = exp / "workspace"
+    p = Planner(knobs(exp), None, ws, ["tau", "travel"], set(), set(busy), bench="usergym", window=2)
+    act = Intervention("Add intermediate reward eau_progress for tau", "a test.",
+                       "score/tau rises, then success/tau.",
+                       knobs={"reward.modules.eau_progress.enabled": True},
+                       files={"rewards/eau_progress.py": "def turn_reward(turn):\n    return 0.0\n"})
+    p.vetted([act])
+    said = " ".join(p.unremedied)
+    assert ("the last change to tau is still being measured on tau's metric" in said) == waits, said
