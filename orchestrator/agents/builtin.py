@@ -106,7 +106,9 @@ class Planner:
         self.unremedied: list[str] = []     # findings left alone this session, with the reason
         self.findings: list[Finding] = []
         self.waiting: str | None = None       # a remedy still measured stops this session
-        self._vetted: set[int] = set()        # interventions their replay already passed
+        # interventions their replay already passed, kept alive so that their ids are not reused:
+        # a set of bare ids let a later, unvetted act that got a freed act's id skip the replay
+        self._vetted: dict[int, Intervention] = {}
         self._dropped: set[str] = set()       # subjects their replay showed cannot work
         self._grouped_example_subject: str | None = None   # the example for every refusing gym
         # gyms whose refusals wait on their examples' measurement: for the whole session, as the
@@ -234,6 +236,15 @@ class Planner:
             scope = remedies.gym_scope(act, self.gyms, self.ws)
             judged = remedies.target_gyms(act, self.gyms)
             scope = scope or (judged[0] if len(judged) == 1 and len(self.gyms) > 1 else None)
+            # a change taken back once is not made again on the same finding: the H200 run of
+            # 2026-12-06 (seeds 1 and 2) switched no_repeat on, off after its window measured no
+            # effect, and on again, four sessions running, each ending the session for every gym
+            again = [f"{p} {change}" for p, v in act.knobs.items()
+                     if (p, change := f"{self.value(p)} -> {v}") in self.avoid]
+            if not why_not and again:
+                why_not = (f"{act.subject}: not committed, as the same change ({', '.join(again)}) "
+                           f"was taken back before: reverted after its window in this workspace "
+                           f"(git log, Reverts:), or recorded as harmful in the experience pool.")
             if not why_not and scope and f"gym:{scope}" in self.busy:
                 why_not = (f"{act.subject}: not committed yet, as the last change to {scope} is "
                            f"still being measured on {scope}'s metric.")
@@ -245,7 +256,7 @@ class Planner:
                 continue
             if shown:
                 act.why = f"{act.why} Before committing: {shown}."
-            self._vetted.add(id(act))
+            self._vetted[id(act)] = act
             return act
         return None
 

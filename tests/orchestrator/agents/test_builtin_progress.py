@@ -509,7 +509,7 @@ def test_after_a_change_to_every_gym_a_gyms_own_finding_goes_first(tmp_path, mon
 
     def planner(deadlock_remedy):
         p = Planner(knobs(exp), None, ws, ["tau", "travel"], set(), set(), bench="usergym", window=2)
-        p._vetted |= {id(shared), id(own)}
+        p._vetted |= {id(shared): shared, id(own): own}
         monkeypatch.setattr(p, "on_invalid_actions", lambda f, r: shared)
         monkeypatch.setattr(p, "on_deadlock", lambda f, r: deadlock_remedy)
         return p
@@ -768,3 +768,34 @@ def test_a_shared_module_for_a_gym_waits_while_that_gyms_change_is_measured(tmp_
     p.vetted([act])
     said = " ".join(p.unremedied)
     assert ("the last change to tau is still being measured on tau's metric" in said) == waits, said
+
+
+def looping_tau() -> dict:
+    """Asks the same question to the turn cap and never identifies the user."""
+    q = "I'm not sure; could you tell me more about what you need?"
+    return ep("tau", [turn(q, "I need to return an order.", repeated=i > 0) for i in range(5)])
+
+
+def test_a_repeat_cost_its_revert_switched_off_is_not_switched_on_again_and_the_gym_gets_its_step(
+        tmp_path, monkeypatch):
+    """The H200 run of 2026-12-06 (seeds 1 and 2): no_repeat went on for tau's loops, off after its
+    window measured no effect, and on again, four sessions running; each was a change to every gym,
+    so tau's identification example never came. Taken back once, it stays off, and tau's own
+    finding gets the session."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [looping_tau() for _ in range(4)] for s in (4, 5, 6)})
+    path = "reward.modules.no_repeat.enabled"
+    assert knobs(exp)["reward"]["modules"]["no_repeat"]["enabled"] is False
+    on = agent_commit(exp, path, True, "episode/repeat_rate falls.")
+    ws = exp / "workspace"
+    k = knobs(exp)
+    k["reward"]["modules"]["no_repeat"]["enabled"] = False
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    gitops.commit_all(ws, f"Revert {on[:10]}: no effect on episode/repeat_rate\n\nWhy: a test.\n"
+                      f"Expect: episode/repeat_rate back.\nReverts: {on}\n", "builtin", "s001")
+    res = base.run_session(ctx(exp, "s002"))
+    assert res.status == base.OK, res.reason
+    text = record(res)
+    assert "[loop/tau]" in text                       # the finding is still there
+    assert knobs(exp)["reward"]["modules"]["no_repeat"]["enabled"] is False
+    assert "no_repeat.enabled False -> True) was taken back before" in text
+    assert res.commits and "find_user_id_by_name_zip" in last_msg(exp), text
