@@ -544,6 +544,7 @@ class Planner:
         if act is not None:
             act.subject = f"Revert {sha[:10]}: no effect on {f.evidence.get('metric')}"
             act.expect = f"{f.evidence.get('metric')} stays within its noise floor."
+            act.settled = True
         return act
 
     def _guarded_modules(self, sha: str) -> list[str]:
@@ -893,9 +894,10 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         if deferred_note and not made:
             log.append(f"{act.subject}: goes after the gyms' own findings were tried, as none of "
                        f"them had a remedy that could be committed this session.")
-        if made and scope is None:
+        if made and scope is None and not act.settled:
             left.append(f"{act.subject}: left for a later session, as it reaches more than one gym "
-                        f"and this session has committed a change to {', '.join(sorted(touched))}.")
+                        f"and this session has committed a change to "
+                        f"{', '.join(sorted(touched)) or 'every gym (a revert of a change without effect)'}.")
             # the other gyms' own findings may still have remedies of their own (the H100 run of
             # 2026-12-06 at step 24: after tau's and travel's reverts, a shared example for every
             # gym came next and ended the session before turtle's or persuade's remedy was tried)
@@ -912,6 +914,19 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
             break
         log.append(f"committed {sha}")
         made.append(act)
+        if scope is None and act.settled:
+            # a revert of a change measured "no effect": the gyms' own findings may follow it
+            # (a gym whose own knobs it moves back gets no other change meanwhile)
+            reached = {p.split(".")[1] for p in act.knobs if p.split(".")[0] in ("env", "user")
+                       and len(p.split(".")) > 2} & set(planner.gyms)
+            touched |= reached
+            planner.busy |= set(act.knobs) | set(act.files) | {f"gym:{g}" for g in reached}
+            rest = [f for f in remaining if f.gym not in reached and (
+                f.kind != "no_effect" or f.evidence.get("commit") != act.reverts)]
+            if len(rest) == len(remaining):
+                break
+            remaining = rest
+            continue
         if scope is None:           # it reaches every gym: its effect must have one cause
             break
         # one intervention per gym: the next finding of another gym gets its own commit,

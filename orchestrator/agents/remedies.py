@@ -108,6 +108,10 @@ class Intervention:
     knobs: dict[str, Any] = field(default_factory=dict)      # knob path -> new value
     files: dict[str, str] = field(default_factory=dict)      # workspace path -> content
     reverts: str | None = None
+    # it takes back a change its window measured "no effect": taking it back is expected to
+    # change nothing either, so it needs no window of its own and the gyms' own changes may go
+    # in the same session (the H200 run of 2026-12-06 spent whole sessions on such reverts)
+    settled: bool = False
 
     def message(self) -> str:
         msg = f"{self.subject}\n\nWhy: {self.why}\nExpect: {self.expect}\n"

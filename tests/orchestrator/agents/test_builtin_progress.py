@@ -799,3 +799,22 @@ def test_a_repeat_cost_its_revert_switched_off_is_not_switched_on_again_and_the_
     assert knobs(exp)["reward"]["modules"]["no_repeat"]["enabled"] is False
     assert "no_repeat.enabled False -> True) was taken back before" in text
     assert res.commits and "find_user_id_by_name_zip" in last_msg(exp), text
+
+
+def test_a_revert_of_a_change_without_effect_leaves_room_for_the_gyms_own_changes(tmp_path, monkeypatch):
+    """A change to every gym goes alone, as its effect must have one cause; but taking back one
+    measured "no effect" is expected to change nothing, so the same session goes on to the gyms'
+    own findings. The H200 run of 2026-12-06 spent its step-12 session on such a revert alone."""
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    sha = agent_commit(exp, "reward.modules.no_repeat.enabled", True, "episode/repeat_rate falls.")
+    write_run(exp / "run-001", 12, gym="tau", metric_fn=lambda s, r: {"episode/repeat_rate": 0.45 + r.gauss(0, 0.01)})
+    write_steps(exp / "run-001", {s: [looping_tau() for _ in range(4)] for s in (10, 11, 12)})
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert len(res.commits) == 2, record(res)
+    revert, own = messages(exp, 2)[::-1]
+    assert revert.startswith(f"Revert {sha[:10]}: no effect on episode/repeat_rate") and f"Reverts: {sha}" in revert
+    assert knobs(exp)["reward"]["modules"]["no_repeat"]["enabled"] is False
+    assert "find_user_id_by_name_zip" in own and "score/tau" in own
