@@ -105,6 +105,14 @@ def phase(name: str):
     return torch.profiler.record_function(name)
 
 
+def _mark_written(opt: torch.optim.Optimizer, args, kwargs) -> None:
+    """An optimiser step's post hook: bump the version counter of every parameter it holds,
+    without touching the data, so that whatever copies the policy sees the step."""
+    for group in opt.param_groups:
+        for p in group["params"]:
+            torch.autograd.graph.increment_version(p)
+
+
 def step_seed(seed: int, step: int) -> int:
     return (seed * 1_000_003 + step * 7919) % (2**31 - 1)
 
@@ -228,14 +236,23 @@ class Trainer:
             D.copy_full_params(self.models.rollout_policy, self.models.policy)
 
     @staticmethod
-    def _optimizer(model: torch.nn.Module, optim) -> torch.optim.Optimizer:
+    def _optimizer(model: torch.nn.Module, optim, fused: bool | None = None) -> torch.optim.Optimizer:
         params = [p for p in model.parameters() if p.requires_grad]
         # CUDA: the fused kernel (one launch for all parameters) in place of the foreach
         # default; the CPU keeps the default, which every CPU resume test was written against
-        fused = bool(params) and params[0].device.type == "cuda" and \
-            not any(hasattr(p, "full_tensor") for p in params)        # FSDP2's DTensors
-        return torch.optim.AdamW(params, lr=optim.lr, betas=tuple(optim.betas),
-                                 weight_decay=optim.weight_decay, fused=fused or None)
+        if fused is None:
+            fused = bool(params) and params[0].device.type == "cuda" and \
+                not any(hasattr(p, "full_tensor") for p in params)        # FSDP2's DTensors
+        opt = torch.optim.AdamW(params, lr=optim.lr, betas=tuple(optim.betas),
+                                weight_decay=optim.weight_decay, fused=fused or None)
+        if fused:
+            # the fused kernel writes the parameters without bumping their version counters
+            # (torch 2.11 and 2.13: Tensor._version stays 0 across a fused step), and the rollout
+            # engine's bf16 copy, the merged LoRA copy and the vLLM push all detect new weights by
+            # those counters: without this, every GPU rollout of the H200 runs up to 2026-12-06
+            # decoded the initial policy (PPO and EAU rollouts identical step by step, seed 1)
+            opt.register_step_post_hook(_mark_written)
+        return opt
 
     def check_snapshot(self, snap) -> None:
         """A snapshot is usable when every gym's environment builds and resets from it, and its
