@@ -99,7 +99,12 @@ def main() -> int:
     engine.sleep()
     report["sleep_s"] = time.perf_counter() - t0
     report["freed_by_sleep_gib"] = (torch.cuda.mem_get_info()[0] - free0) / 2**30
-    opt = torch.optim.AdamW(policy.parameters(), lr=LR)
+    # the trainer's own optimiser (fused on CUDA): a plain AdamW bumps the version counters the
+    # push reads and hid that the fused one does not (every GPU rollout up to 2026-12-06)
+    from types import SimpleNamespace
+
+    from training.trainer import Trainer
+    opt = Trainer._optimizer(policy, SimpleNamespace(lr=LR, betas=(0.9, 0.999), weight_decay=0.0))
     ids = torch.tensor([fixed], device="cuda")
     for _ in range(UPDATE_STEPS):
         loss = policy(ids, labels=ids).loss
