@@ -566,11 +566,12 @@ class RolloutEngine:
     policy itself, in fp32: no copy to keep in step, and CPU bf16 decoding is slower where the CPU
     lacks native bf16 (training/policy.py)."""
 
-    def __init__(self, model, tokenizer, stop_ids: Sequence[int], **kw):
+    def __init__(self, model, tokenizer, stop_ids: Sequence[int], *, copy_weights: bool | None = None, **kw):
         import copy
 
         self.source, self.merged = model, None
-        on_gpu = next(model.parameters()).device.type == "cuda"
+        # the bf16 copy: on CUDA (None), or where asked (a CPU test of the copy's refresh)
+        on_gpu = next(model.parameters()).device.type == "cuda" if copy_weights is None else copy_weights
         if on_gpu and hasattr(model, "peft_config"):
             from training.policy import MergedLoRA
             self.merged = MergedLoRA(model, torch.bfloat16)

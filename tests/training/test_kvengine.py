@@ -277,3 +277,33 @@ def test_continuous_rollout_greedy_equals_the_turn_by_turn_rollout(tiny_model_di
         assert (a.tokens, a.mask, a.turn_ids) == (b.tokens, b.mask, b.turn_ids)
         assert [t["agent"] for t in a.turns] == [t["agent"] for t in b.turns]
         assert (a.score, a.success, a.truncated) == (b.score, b.success, b.truncated)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_the_rollout_copy_decodes_the_weights_after_a_trainer_step(fused):
+    """On CUDA the engine decodes a bf16 copy of the policy, copied again when the weights' version
+    counters move. The trainer's fused AdamW step (its CUDA optimiser) once left them still, and
+    every GPU rollout decoded the initial policy. The copy is forced here on the CPU."""
+    from types import SimpleNamespace
+
+    from training.kvengine import RolloutEngine
+    from training.trainer import Trainer
+
+    model = _model()
+    entry = RolloutEngine(model, Tok, [1], copy_weights=True, width_bucket=16)
+    ctx = [_rand(10, 8), _rand(7, 9)]
+    entry.refresh()
+    before = entry.engine.generate(ctx, max_new_tokens=6, greedy=True)
+    opt = Trainer._optimizer(model, SimpleNamespace(lr=0.05, betas=(0.9, 0.999), weight_decay=0.0),
+                             fused=fused)
+    ids = torch.tensor([_rand(12, 10)])
+    model.train()
+    model(input_ids=ids, labels=ids).loss.backward()
+    opt.step()
+    model.eval()
+    entry.refresh()
+    after = entry.engine.generate(ctx, max_new_tokens=6, greedy=True)
+    fresh = RolloutEngine(model, Tok, [1], copy_weights=True, width_bucket=16)
+    fresh.refresh()
+    assert after == fresh.engine.generate(ctx, max_new_tokens=6, greedy=True)
+    assert after != before          # the step changed what the policy writes
