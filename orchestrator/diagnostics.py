@@ -459,6 +459,26 @@ def find_nan(metrics: list[dict[str, Any]], window: int) -> list[Finding]:
                     {"first_step": bad}, irreversible=True)]
 
 
+def find_stale_rollouts(metrics: list[dict[str, Any]], window: int) -> list[Finding]:
+    """Recent steps whose rollout decoded older weights than the update before it: the KV
+    engine's copy (`rollout/weights_copied`, logged on CUDA) took nothing after an update. Every
+    H200 run up to 2026-12-06 trained so, the fused optimiser's step unseen by the copy: PPO and
+    EAU rollouts stayed identical step by step while their rewards differed."""
+    recent = metrics[-(window + 1):]
+    stale = [row["step"] for prev, row in zip(recent, recent[1:])
+             if (prev.get("actor/updates") or 0) > 0 and row.get("rollout/weights_copied") == 0]
+    judged = sum(1 for prev, row in zip(recent, recent[1:])
+                 if (prev.get("actor/updates") or 0) > 0 and "rollout/weights_copied" in row)
+    if not stale:
+        return []
+    return [Finding("stale_rollouts", None,
+                    f"At {len(stale)} of {judged} recent steps the rollout decoded weights older "
+                    f"than the update before it (rollout/weights_copied 0 after actor/updates > 0, "
+                    f"first at step {stale[0]}): the policy is trained on another policy's samples, "
+                    f"a trainer fault for a person to fix.",
+                    {"steps": stale})]
+
+
 def find_harm(effects: list[dict[str, Any]]) -> list[Finding]:
     """Applied changes whose measured effect was harm (written by orchestrator.effects), each of
     the gym its metric names (score/persuade: persuade), so that its revert is that gym's one
@@ -522,7 +542,7 @@ def diagnose(run_dir: Path | str, window: int = 10,
     # other change is measured or made (the H200 comparison of 2026-12-05: elicited_fact paid 47%
     # of its credit to repeated turns at step 20 while each EAU session acted on refused turns
     # or on reverting, and it was never guarded in 24 steps)
-    findings = (find_nan(metrics, window) + find_harm(effects or [])
+    findings = (find_nan(metrics, window) + find_stale_rollouts(metrics, window) + find_harm(effects or [])
                 + progress.find_farmed_credit(episodes)
                 + progress.effect_findings(effects or [])
                 + find_module_errors(metrics, episodes, window)

@@ -582,6 +582,7 @@ class RolloutEngine:
         else:
             self.model, self.pairs = model, []
         self.source_version = -1
+        self.copies = 0         # times the copy took the policy's weights (the first one included)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
         self.engine = KVEngine(self.model, slots=8, stop_ids=stop_ids, pad_id=pad, **kw)
 
@@ -590,16 +591,33 @@ class RolloutEngine:
         """Copy the policy's weights into the bf16 copy when they changed since the last copy
         (the copy's own version then changes, and the engine forgets its caches)."""
         if self.merged is not None:
-            self.merged.refresh()
+            self.copies += bool(self.merged.refresh())
             return
         version = sum(src._version for _, src in self.pairs)
         if self.pairs and version != self.source_version:
             for dst, src in self.pairs:
                 dst.copy_(src)
             self.source_version = version
+            self.copies += 1
+
+    @property
+    def copying(self) -> bool:
+        """Whether it decodes a copy of the policy (which must be refreshed after each update)."""
+        return bool(self.pairs) or self.merged is not None
 
 
 _ENGINES: dict[int, RolloutEngine] = {}
+
+
+def weight_copies(model) -> int | None:
+    """How many times the rollout engine of `model` has taken its weights into its copy; None
+    where it decodes the policy itself (the CPU) or has not been made. The trainer logs the
+    difference over a step as `rollout/weights_copied`: 0 after an update means the rollouts
+    decoded older weights than the ones just trained."""
+    entry = _ENGINES.get(id(model))
+    if entry is None or entry.source is not model or not entry.copying:
+        return None
+    return entry.copies
 
 
 def rollout_engine(model, tokenizer, stop_ids: Sequence[int]) -> RolloutEngine | None:

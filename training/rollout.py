@@ -78,6 +78,9 @@ class RolloutStats:
     patch_calls: int = 0
     weights_sent: int = 0        # tensors pushed into the vLLM engine before this rollout
     weight_sync_s: float = 0.0   # seconds its wake and push took (0 for the KV engine)
+    # times the KV engine's weight copy (CUDA) took the policy's weights during this rollout;
+    # None where it decodes the policy itself (the CPU) or vLLM does
+    weights_copied: int | None = None
 
 
 def render(tok, messages: list[dict[str, str]]) -> str:

@@ -375,6 +375,9 @@ class Trainer:
         self._sync_rollout_policy()
         r = self.cfg.rollout
         engine = self.models.vllm
+        from training.kvengine import weight_copies
+        decoded = self.models.rollout_policy or self.models.policy
+        copies = weight_copies(decoded) or 0
         with engine.awake(self.models.policy) if engine is not None else contextlib.nullcontext():
             stats = rollout(self.models, episodes, max_turns=r.max_turns,
                             response_length=r.response_length, temperature=r.temperature,
@@ -382,6 +385,8 @@ class Trainer:
                             should_stop=lambda: self.stop_requested)
         if engine is not None:
             stats.weights_sent, stats.weight_sync_s = engine.last_sent, engine.last_push_s
+        after = weight_copies(decoded)
+        stats.weights_copied = None if after is None else after - copies
         return stats
 
     def _score(self, episodes: list[Episode]
@@ -556,6 +561,11 @@ def step_metrics(step: int, records: list[dict[str, Any]], update: dict[str, Any
                 # rollout.backend vllm: the policy's weights pushed into the engine before this
                 # step's rollout (0 when unchanged, and under the KV engine) and the time it took
                 "rollout/weights_sent": stats.weights_sent, "perf/weight_sync_s": stats.weight_sync_s,
+                # the KV engine's bf16 copy (CUDA): 1 when it took the weights of the last
+                # update before this rollout; 0 after an update means stale rollouts (every GPU
+                # run up to 2026-12-06, the fused optimiser's step unseen); absent on the CPU
+                **({"rollout/weights_copied": stats.weights_copied}
+                   if stats.weights_copied is not None else {}),
                 # a patch call that failed used the environment's own code for that turn
                 "env_patch/errors": stats.patch_errors, "env_patch/calls": stats.patch_calls,
                 "perf/peak_mem_mb": peak_mb})

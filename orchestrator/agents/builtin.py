@@ -291,6 +291,9 @@ class Planner:
             return (f"No remedy of the built-in agent's kinds targets it (the examples shown ask "
                     f"questions of their own, and a turn's record lacks the prompt a reward module "
                     f"would compare it with): {f.message}")
+        if f.kind == "stale_rollouts":
+            return (f"No workspace file moves the trainer's weight copy; the run's rollouts are "
+                    f"not the trained policy's until a person fixes the trainer: {f.message}")
         if f.kind == "module_errors":
             return (f"The experiment switches the module off once half its calls fail "
                     f"(orchestrator/reward_guard.py), and its code is for a person to fix: {f.message}")

@@ -175,3 +175,18 @@ def test_diagnose_puts_a_farmed_reward_before_the_deadlock_it_causes(tmp_path):
     run = write_run(tmp_path / "run", 10, episodes_fn=lambda s, r: [_farmed("colbench", 3) for _ in range(4)])
     kinds = [f.kind for f in diagnostics.diagnose(run, window=5)]
     assert kinds.index("reward_hack") < kinds.index("loop") < kinds.index("deadlock")
+
+
+def test_rollouts_of_weights_older_than_the_last_update_are_found(tmp_path):
+    """The GPU engine's weight copy took nothing after updates (the H200 runs up to 2026-12-06):
+    found from the trainer's own metrics; a copy taken after every update, or a CPU run that logs
+    no copy, gives nothing."""
+    def run_with(copied):
+        return write_run(tmp_path / f"run-{copied}", 12, metric_fn=lambda s, r: {
+            "actor/updates": 1, **({} if copied is None else {"rollout/weights_copied": 1 if s == 1 else copied})})
+    stale = [f for f in diagnostics.diagnose(run_with(0), window=5) if f.kind == "stale_rollouts"]
+    assert len(stale) == 1 and stale[0].gym is None
+    assert stale[0].evidence["steps"] == [8, 9, 10, 11, 12]
+    assert "At 5 of 5 recent steps" in stale[0].message
+    for copied in (1, None):
+        assert not [f for f in diagnostics.diagnose(run_with(copied), window=5) if f.kind == "stale_rollouts"]

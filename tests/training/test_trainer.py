@@ -260,3 +260,30 @@ def test_bf16_autocast_trains_on_any_cpu(tmp_path, tiny_model_dir):
     cos = torch.nn.functional.cosine_similarity(d32, d16, dim=0).item()
     print(f"bf16 vs fp32 update cosine {cos:.3f}")
     assert cos > 0.8, cos
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_each_rollout_decodes_the_last_update_and_the_metrics_say_so(tmp_path, tiny_model_dir, monkeypatch, marked):
+    """The GPU path, forced on the CPU: the rollout engine decodes a weight copy and the optimiser
+    is the fused AdamW. Each step's rollout takes the weights of the update before it
+    (`rollout/weights_copied` 1); without the step's version bump, as every H200 run up to
+    2026-12-06 trained, the copy stays at the initial weights and the diagnosis says so."""
+    from orchestrator import diagnostics
+    from training import kvengine, trainer as trainer_mod
+
+    init = kvengine.RolloutEngine.__init__
+    monkeypatch.setattr(kvengine.RolloutEngine, "__init__",
+                        lambda self, *a, **kw: init(self, *a, **{**kw, "copy_weights": True}))
+    optimizer = Trainer._optimizer
+    monkeypatch.setattr(Trainer, "_optimizer", staticmethod(lambda m, o, fused=None: optimizer(m, o, fused=True)))
+    if not marked:
+        monkeypatch.setattr(trainer_mod, "_mark_written", lambda *a: None)
+    ws = write_workspace(tmp_path / "ws")
+    write_run(tmp_path / "r", workspace_dir=ws, model_dir=tiny_model_dir,
+              overrides={"trainer.total_steps": 3})
+    assert Trainer(tmp_path / "r").run() == 0
+    rows = list(metrics.read_lines(tmp_path / "r" / "metrics.jsonl"))
+    assert all(r["actor/updates"] > 0 for r in rows)
+    assert [r["rollout/weights_copied"] for r in rows] == ([1, 1, 1] if marked else [1, 0, 0])
+    stale = [f for f in diagnostics.diagnose(tmp_path / "r", window=3) if f.kind == "stale_rollouts"]
+    assert bool(stale) != marked
