@@ -262,8 +262,9 @@ def test_bf16_autocast_trains_on_any_cpu(tmp_path, tiny_model_dir):
     assert cos > 0.8, cos
 
 
-@pytest.mark.parametrize("marked", [True, False])
-def test_each_rollout_decodes_the_last_update_and_the_metrics_say_so(tmp_path, tiny_model_dir, monkeypatch, marked):
+@pytest.mark.parametrize("marked,lora", [(True, 0), (False, 0), (True, 4)])
+def test_each_rollout_decodes_the_last_update_and_the_metrics_say_so(tmp_path, tiny_model_dir, monkeypatch,
+                                                                     marked, lora):
     """The GPU path, forced on the CPU: the rollout engine decodes a weight copy and the optimiser
     is the fused AdamW. Each step's rollout takes the weights of the update before it
     (`rollout/weights_copied` 1); without the step's version bump, as every H200 run up to
@@ -280,7 +281,7 @@ def test_each_rollout_decodes_the_last_update_and_the_metrics_say_so(tmp_path, t
         monkeypatch.setattr(trainer_mod, "_mark_written", lambda *a: None)
     ws = write_workspace(tmp_path / "ws")
     write_run(tmp_path / "r", workspace_dir=ws, model_dir=tiny_model_dir,
-              overrides={"trainer.total_steps": 3})
+              overrides={"trainer.total_steps": 3, "model.lora_rank": lora})   # lora: the merged copy
     assert Trainer(tmp_path / "r").run() == 0
     rows = list(metrics.read_lines(tmp_path / "r" / "metrics.jsonl"))
     assert all(r["actor/updates"] > 0 for r in rows)
