@@ -8,7 +8,7 @@
 #   bash scripts/gpu/h200_compare.sh collect       # packs $OUT now, ended or not
 # What comes back (the device returns at most 8 files of 16 MiB): the log, runs/ without
 # checkpoints or trajectories (results.json, RESULTS.md, report/, ledgers, workspaces, metrics),
-# and the trajectories of steps 12 and 24 of every run, which the closing notes quote.
+# and every run's trajectories (fewer steps where they would pass 16 MiB; see pack).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
@@ -19,7 +19,13 @@ pack() {
   cp "$log" "$OUT/" 2>/dev/null
   tar czf "$OUT/runs.tgz" --exclude='checkpoints' --exclude='*.safetensors' --exclude='*.pt' \
       --exclude='trajectories' runs/ 2>/dev/null
-  tar czf "$OUT/trajectories.tgz" $(ls runs/*/run-*/trajectories/step-0000{12,24}.jsonl 2>/dev/null) 2>/dev/null
+  # every step's trajectories, so that a session can be replayed on what it read (the agent's
+  # fixes of 2026-12-06 were checked so, on steps 12 and 24 alone); fewer where they pass the
+  # 16 MiB a file: the steps of a 4-step session cadence, then steps 12 and 24 only
+  for pick in 'step-*.jsonl' 'step-*[048].jsonl' 'step-0000{12,24}.jsonl'; do
+    tar czf "$OUT/trajectories.tgz" $(eval ls runs/*/run-*/trajectories/$pick 2>/dev/null) 2>/dev/null
+    [ "$(stat -c %s "$OUT/trajectories.tgz" 2>/dev/null || echo 0)" -lt 15728640 ] && break
+  done
   ls -la "$OUT"
 }
 case "${1:-}" in
