@@ -21,9 +21,15 @@ pack() {
       --exclude='trajectories' runs/ 2>/dev/null
   # every step's trajectories, so that a session can be replayed on what it read (the agent's
   # fixes of 2026-12-06 were checked so, on steps 12 and 24 alone); fewer where they pass the
-  # 16 MiB a file: the steps of a 4-step session cadence, then steps 12 and 24 only
-  for pick in 'step-*.jsonl' 'step-*[048].jsonl' 'step-0000{12,24}.jsonl'; do
-    tar czf "$OUT/trajectories.tgz" $(eval ls runs/*/run-*/trajectories/$pick 2>/dev/null) 2>/dev/null
+  # 16 MiB a file: every 4th step (the sessions of --every 4), then every 12th
+  for every in 1 4 12; do
+    files=()
+    for f in runs/*/run-*/trajectories/step-*.jsonl; do
+      [ -e "$f" ] || continue
+      n=$(basename "$f" .jsonl); n=$((10#${n#step-}))
+      (( n % every == 0 )) && files+=("$f")
+    done
+    tar czf "$OUT/trajectories.tgz" "${files[@]}" 2>/dev/null
     [ "$(stat -c %s "$OUT/trajectories.tgz" 2>/dev/null || echo 0)" -lt 15728640 ] && break
   done
   ls -la "$OUT"
