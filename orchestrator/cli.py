@@ -8,6 +8,7 @@ training system (paper section 4), one command per step of an experiment's life.
     orchestrator report demo        # runs/demo/report/index.html with the curves
     orchestrator eval demo          # the final checkpoint on the bench's held-out protocol
     orchestrator fork demo --control inter-run   # demo's history continued as a new experiment
+    orchestrator replay-session demo s003   # this checkout's built-in agent at a past session
     orchestrator prune demo         # free disk: old checkpoints, resume state nothing will read
     orchestrator warmstart --bench usergym --out models/warm   # SFT on worked examples first
     orchestrator COMMAND --help     # every argument of one command
@@ -28,8 +29,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from orchestrator.commands import (compare_cmds, eval_cmds, fork_cmds, prune_cmds, run_cmds,
-                                   warmstart_cmds, workspace_cmds)
+from orchestrator.commands import (compare_cmds, eval_cmds, fork_cmds, prune_cmds, replay_cmds,
+                                   run_cmds, warmstart_cmds, workspace_cmds)
 from orchestrator.errors import UserError
 
 # each module and the subcommands it registers, in the order --help lists them
@@ -40,6 +41,7 @@ COMMAND_MODULES = (
     prune_cmds,         # prune
     compare_cmds,       # compare, compare-merge
     fork_cmds,          # fork
+    replay_cmds,        # replay-session
     warmstart_cmds,     # warmstart
 )
 

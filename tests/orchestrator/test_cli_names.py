@@ -67,4 +67,4 @@ def test_every_command_module_registers_its_commands():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert sorted(sub.choices) == sorted(["init", "gate", "log", "diff", "start", "status", "stop",
                                           "agents", "eval", "report", "compare", "compare-merge",
-                                          "fork", "warmstart", "prune"])
+                                          "fork", "replay-session", "warmstart", "prune"])
