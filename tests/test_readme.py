@@ -39,6 +39,6 @@ def test_the_first_screen_says_what_the_demo_shows_and_where_to_go_next():
 def test_every_subcommand_the_readme_names_exists():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     # in code: `orchestrator X ...`, .venv/bin/orchestrator X, or a command line of a code block
-    named = set(re.findall(r"(?:`|^\s*|\.venv/bin/)orchestrator ([a-z]+)\b", README, re.M))
+    named = set(re.findall(r"(?:`|^\s*|\.venv/bin/)orchestrator ([a-z][a-z-]*[a-z])\b", README, re.M))
     assert {"start", "prune", "diff"} <= named
     assert named <= set(sub.choices), sorted(named - set(sub.choices))
