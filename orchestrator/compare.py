@@ -273,8 +273,38 @@ def collect(spec: CompareSpec, jobs: list[Job], started: float) -> dict[str, Any
     trained = trained_gyms(spec, jobs)
     held_out = [g for g in BENCH_GYMS.get(spec.bench, ()) if g not in trained]
     results["trained_gyms"], results["held_out_gyms"] = list(trained), held_out
+    results["stale_rollouts"] = stale_rollouts(spec.runs_dir, [j.extra.get("exp") for j in jobs
+                                                              if j.kind == "train" and j.extra.get("exp")])
     add_aggregates(results)
     return results
+
+
+def stale_rollouts(runs_dir: Path, exps: list[str]) -> dict[str, list[int]]:
+    """Per training experiment, the steps whose rollout decoded weights older than the update
+    before it (orchestrator.diagnostics.find_stale_rollouts over the whole run): a table of such
+    runs compares weights fitted to another policy's samples (every GPU comparison up to
+    2026-12-06), and RESULTS.md says so above the tables."""
+    from orchestrator import diagnostics
+
+    out: dict[str, list[int]] = {}
+    for exp in dict.fromkeys(exps):
+        for run in sorted((Path(runs_dir) / exp).glob("run-[0-9][0-9][0-9]*")):
+            rows = diagnostics.read_metrics(run)
+            for f in diagnostics.find_stale_rollouts(rows, len(rows)):
+                out.setdefault(exp, []).extend(f.evidence["steps"])
+    return out
+
+
+def stale_lines(results: dict[str, Any]) -> list[str]:
+    """A warning above the tables when some training run decoded stale weights."""
+    stale = results.get("stale_rollouts") or {}
+    if not stale:
+        return []
+    runs = "; ".join(f"{exp}: {len(steps)} step(s), first {min(steps)}" for exp, steps in sorted(stale.items()))
+    return [f"**Stale rollouts.** In {len(stale)} training run(s) a rollout decoded weights older "
+            f"than the update before it (`rollout/weights_copied` 0 after an update): {runs}. "
+            f"Those runs trained on another policy's samples, so their rows do not measure the "
+            f"method; fix the trainer and run them again.", ""]
 
 
 def seed_entry(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
@@ -409,7 +439,8 @@ def render_markdown(spec: CompareSpec, results: dict[str, Any], command: str) ->
              "```", command, "```", "",
              f"Held-out split, the walled evaluation of each final checkpoint; mean ± sample spread "
              f"over the seeds with a result, n of the {spec.seeds} asked for (training seed = "
-             f"evaluation seed; one seed has no spread).", "", demonstrations_line(results), ""]
+             f"evaluation seed; one seed has no spread).", "", demonstrations_line(results), "",
+             *stale_lines(results)]
     for key, title in metric_titles(spec.bench):
         lines += [f"## {title}", "", "| gym | " + " | ".join(methods) + " |",
                   "| --- |" + " ---: |" * len(methods)]

@@ -134,6 +134,8 @@ def merge(files: list[dict[str, Any]]) -> dict[str, Any]:
     where: dict[tuple[str, str, str], str] = {}           # (set, method, seed) -> file
     for r in files:
         merged["jobs"] += [{**j, "session": r["file"]} for j in r.get("jobs", [])]
+        for exp, steps in (r.get("stale_rollouts") or {}).items():
+            merged.setdefault("stale_rollouts", {}).setdefault(exp, []).extend(steps)
         for key in SETS:
             for m, entry in _place(r, key).get("methods", {}).items():
                 into = _place(merged, key)["methods"].setdefault(m, {"seeds": {}})["seeds"]

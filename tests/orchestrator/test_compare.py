@@ -355,3 +355,25 @@ def test_compare_evaluates_on_the_shipped_split_and_userrls_test_files(tmp_path,
     assert f"## The original test files ({benchdata / 'userrl'}), reported apart" in md
     files_md = md.split("## The original test files")[1]
     assert "| ppo − prompting |" in files_md and "Gyms left out: tau (" in files_md
+
+
+def test_a_comparison_of_runs_that_decoded_stale_weights_says_so_above_its_tables(tmp_path):
+    """Every GPU comparison up to 2026-12-06 trained on the initial policy's rollouts: a training
+    run whose rollouts missed the update before them is named above RESULTS.md's tables."""
+    import sys as _sys
+    from pathlib import Path as _Path
+    _sys.path.insert(0, str(_Path(__file__).resolve().parents[1] / "fakes"))
+    from runlogs import write_run
+
+    from orchestrator.compare import stale_lines, stale_rollouts
+
+    write_run(tmp_path / "cmp-ppo-s0" / "run-001", 6, metric_fn=lambda s, r: {
+        "actor/updates": 1, "rollout/weights_copied": 1 if s == 1 else 0})
+    write_run(tmp_path / "cmp-eau-s0" / "run-001", 6, metric_fn=lambda s, r: {
+        "actor/updates": 1, "rollout/weights_copied": 1})
+    write_run(tmp_path / "cmp-ppo-s1" / "run-001", 6, metric_fn=lambda s, r: {"actor/updates": 1})  # a CPU run
+    stale = stale_rollouts(tmp_path, ["cmp-ppo-s0", "cmp-eau-s0", "cmp-ppo-s1"])
+    assert stale == {"cmp-ppo-s0": [2, 3, 4, 5, 6]}
+    text = "\n".join(stale_lines({"stale_rollouts": stale}))
+    assert "**Stale rollouts.** In 1 training run(s)" in text and "cmp-ppo-s0: 5 step(s), first 2" in text
+    assert stale_lines({"stale_rollouts": {}}) == [] and stale_lines({}) == []
