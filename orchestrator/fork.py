@@ -47,8 +47,8 @@ CONTROLS = ("intra-run", "inter-run", "both")
 _STEP = re.compile(r"^step-(\d+)$")
 # what a fork does not copy of a run: its weights (only the forked checkpoint travels) and the
 # files of a live trainer
-_NOT_COPIED = shutil.ignore_patterns("checkpoints", "snapshots", "heartbeat", "trainer.pid",
-                                     "hold.json", "*.tmp")
+NOT_COPIED_PATTERNS = ("checkpoints", "snapshots", "heartbeat", "trainer.pid", "hold.json", "*.tmp")
+_NOT_COPIED = shutil.ignore_patterns(*NOT_COPIED_PATTERNS)
 
 
 def newest_checkpoint(run_dir: Path) -> str | None:

@@ -18,16 +18,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from orchestrator import ledger
+from orchestrator import diagnostics, ledger
 from orchestrator.errors import UserError
+from orchestrator.fork import NOT_COPIED_PATTERNS
 from orchestrator.workspace import Workspace
 
-_NOT_COPIED = shutil.ignore_patterns("checkpoints", "snapshots", "heartbeat", "trainer.pid",
-                                     "hold.json", "*.tmp", "trajectories", "metrics.jsonl")
+# what a fork leaves behind, and what is copied cut at the session's step instead
+_NOT_COPIED = shutil.ignore_patterns(*NOT_COPIED_PATTERNS, "trajectories", "metrics.jsonl")
 
 
-def _session(exp_dir: Path, session: str) -> tuple[int, dict[str, Any]]:
-    lines = ledger.read_lines(exp_dir)
+def _session(lines: list[dict[str, Any]], exp_dir: Path, session: str) -> tuple[int, dict[str, Any]]:
     for i, line in enumerate(lines):
         if line.get("type") == "session" and line.get("session_id") == session:
             return i, line
@@ -37,7 +37,7 @@ def _session(exp_dir: Path, session: str) -> tuple[int, dict[str, Any]]:
 
 
 def _run_at(meta: dict[str, Any], entry: dict[str, Any], run: str | None) -> str:
-    runs = [r for r in meta.get("runs") or []]
+    runs = meta.get("runs") or []
     names = [r["name"] for r in runs]
     if run is not None:
         if run not in names:
@@ -47,19 +47,6 @@ def _run_at(meta: dict[str, Any], entry: dict[str, Any], run: str | None) -> str
     if not (began or names):
         raise UserError(f"{meta.get('name')} has no runs: there is nothing a session read.")
     return (began or names)[-1]
-
-
-def _cut_lines(src: Path, dest: Path, step: int) -> None:
-    """The JSON lines of `src` up to `step` (a torn or foreign line is dropped, as readers do)."""
-    keep = []
-    for text in src.read_text().splitlines() if src.exists() else []:
-        try:
-            row = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= step:
-            keep.append(text + "\n")
-    dest.write_text("".join(keep))
 
 
 def replay_session(exp_dir: Path, session: str, out: Path, run: str | None = None, window: int = 10,
@@ -79,7 +66,8 @@ def replay_session(exp_dir: Path, session: str, out: Path, run: str | None = Non
     if out.exists():
         raise UserError(f"{out} exists: name another folder with --out.")
     meta = json.loads(meta_path.read_text())
-    cut, entry = _session(exp_dir, session)
+    lines = ledger.read_lines(exp_dir)
+    cut, entry = _session(lines, exp_dir, session)
     step = entry.get("step")
     if not isinstance(step, int):
         raise UserError(f"session {session} of {exp_dir.name} records no step: it cannot be replayed.")
@@ -97,7 +85,8 @@ def replay_session(exp_dir: Path, session: str, out: Path, run: str | None = Non
         ws = Workspace.clone(src_ws, out / "workspace", at)
         gate.prepare_workspace(out, ws)
         shutil.copytree(exp_dir / run, out / run, ignore=_NOT_COPIED)
-        _cut_lines(exp_dir / run / "metrics.jsonl", out / run / "metrics.jsonl", step)
+        (out / run / "metrics.jsonl").write_text("".join(
+            json.dumps(row) + "\n" for row in diagnostics.read_metrics(exp_dir / run) if row["step"] <= step))
         (out / run / "trajectories").mkdir()
         for f in sorted((exp_dir / run / "trajectories").glob("step-*.jsonl")):
             if int(f.stem.split("-")[1]) <= step:
@@ -109,9 +98,8 @@ def replay_session(exp_dir: Path, session: str, out: Path, run: str | None = Non
             except Exception:
                 continue
             shutil.copytree(snap, out / run / "snapshots" / snap.name)
-        lines = ledger.read_lines(exp_dir)[:cut]
-        lines = [x for x in lines if x.get("commit") not in commits]
-        ledger.ledger_path(out).write_text("".join(json.dumps(x, default=str) + "\n" for x in lines))
+        before = [x for x in lines[:cut] if x.get("commit") not in commits]
+        ledger.ledger_path(out).write_text("".join(json.dumps(x, default=str) + "\n" for x in before))
         (out / "experiment.json").write_text(json.dumps(
             {**meta, "name": out.name, "workspace": str(ws.path), "state": "finished", "pid": None,
              "replayed_from": {"experiment": str(exp_dir), "session": session, "commit": at,

@@ -73,6 +73,7 @@ from training import distributed as D
 from training import hold as hold_mod
 from training.benches import TaskDataError, load_bench_tasks, train_gyms
 from training.config import Config, ConfigError
+from training.kvengine import weight_copies
 from training.policy import ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, engine_logprobs, rollout, start_episode
 from training.users.llm import LLMUserConfigError, run_users
@@ -247,7 +248,8 @@ class Trainer:
                                 weight_decay=optim.weight_decay, fused=fused or None)
         if fused:
             # the fused kernel writes the parameters without bumping their version counters
-            # (torch 2.11 and 2.13: Tensor._version stays 0 across a fused step), and the rollout
+            # (torch 2.13: Tensor._version stays 0 across a fused step; the H200's 2.11 behaved
+            # alike, its copies never refreshed), and the rollout
             # engine's bf16 copy, the merged LoRA copy and the vLLM push all detect new weights by
             # those counters: without this, every GPU rollout of the H200 runs up to 2026-12-06
             # decoded the initial policy (PPO and EAU rollouts identical step by step, seed 1)
@@ -375,7 +377,6 @@ class Trainer:
         self._sync_rollout_policy()
         r = self.cfg.rollout
         engine = self.models.vllm
-        from training.kvengine import weight_copies
         decoded = self.models.rollout_policy or self.models.policy
         copies = weight_copies(decoded) or 0
         with engine.awake(self.models.policy) if engine is not None else contextlib.nullcontext():

@@ -920,8 +920,8 @@ def run(ctx: base.SessionContext) -> base.SessionResult:
         if scope is None and act.settled:
             # a revert of a change measured "no effect": the gyms' own findings may follow it
             # (a gym whose own knobs it moves back gets no other change meanwhile)
-            reached = {p.split(".")[1] for p in act.knobs if p.split(".")[0] in ("env", "user")
-                       and len(p.split(".")) > 2} & set(planner.gyms)
+            reached = {parts[1] for parts in (p.split(".") for p in act.knobs)
+                       if parts[0] in ("env", "user") and len(parts) > 2} & set(planner.gyms)
             touched |= reached
             planner.busy |= set(act.knobs) | set(act.files) | {f"gym:{g}" for g in reached}
             rest = [f for f in remaining if f.gym not in reached and (
