@@ -564,8 +564,8 @@ def diagnose(run_dir: Path | str, window: int = 10,
 def _progress_findings(episodes: list[dict[str, Any]]) -> list[Finding]:
     """Steps a gym's success needs and never taken, guesses, restated prompts
     (orchestrator.progress_findings): they cause the deadlocks and zero success after them."""
-    return (progress.find_missing_steps(episodes) + progress.find_early_answers(episodes)
-            + progress.find_restated_prompts(episodes))
+    return (progress.find_missing_steps(episodes) + progress.find_rejected_calls(episodes)
+            + progress.find_early_answers(episodes) + progress.find_restated_prompts(episodes))
 
 
 def module_sources(run_dir: Path | str) -> dict[str, str]:

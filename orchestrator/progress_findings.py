@@ -33,10 +33,13 @@ HACK_SHARE = 0.40         # credit share on repeated turns: 0.14 for elicited_fa
                           # H200 comparison, 0.47-0.66 once PPO farmed it (steps 8-16)
 FARM_MIN_REPEATS = 2      # paid repeated turns: the CPU demo's farmed step 7 had two (a question
                           # asked three times), so the finding shows within its 8 steps
+REJECTED_FRAC = 0.20      # share of a gym's well-formed turns whose arguments were rejected: 0.39
+                          # and 0.49 of function's at step 24 of the H100 runs of 2026-12-06
+REJECTED_MIN_TURNS = 6    # as IDLE_MIN_TURNS: two episodes of the CPU demo
 INFO_STEPS = frozenset({"disclosed", "search", "probe", "read", "identify", "lookup"})
 # keys of a turn record that a reward module may read (DESIGN.md, trajectories)
 TURN_KEYS = ("revealed_facts", "new_facts", "leaked_facts", "asked_question", "answered",
-             "invalid_action", "tool_calls", "repeated", "first_steps", "rule_id")
+             "invalid_action", "tool_calls", "repeated", "first_steps", "rule_id", "rejected")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("""the and for you your are was were with that this what which from have has had
 not but can could would should will into about there their they them then than when where who
@@ -100,6 +103,49 @@ def _blind_turn(gym: str, ep: dict[str, Any]) -> dict[str, Any] | None:
     turns = _turns(ep)
     end = S.answer_step(gym)
     return next((t for t in turns if end in S.turn_steps(gym, t)), turns[-1] if turns else None)
+
+
+# ----------------------------------------------------------------------------- rejected calls
+
+
+def _rejected(gym: str, t: dict[str, Any]) -> str | None:
+    """The step a turn's call was rejected on: the gym's mark (training/rollout.py), else, in
+    TauGym records written before the mark, a tool call that carried an argument error (the
+    gym counts those against identification, benches/usergym/tau.py)."""
+    if t.get("rejected"):
+        return str(t["rejected"])
+    calls = t.get("tool_calls") or [] if gym == "tau" else []
+    return "identify" if any(isinstance(c, dict) and c.get("error") for c in calls) else None
+
+
+def find_rejected_calls(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Gyms where many recent turns had the right tag but arguments the environment rejected
+    (function's `[action] 7 9`, "A probe needs exactly four integers."; a tau call to a tool that
+    does not exist): refused turns do not count them, so no other finding saw them; each is a turn
+    spent. The step most of them were on is the one an example should show done right."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        turns = [t for ep in eps for t in _turns(ep) if not t.get("invalid_action")]
+        if len(eps) < MIN_EPISODES or len(turns) < REJECTED_MIN_TURNS:
+            continue
+        bad = [(t, _rejected(gym, t)) for t in turns]
+        bad = [(t, st) for t, st in bad if st]
+        if len(bad) / len(turns) < REJECTED_FRAC:
+            continue
+        counts: dict[str, int] = {}
+        for _, st in bad:
+            counts[st] = counts.get(st, 0) + 1
+        step = max(sorted(counts), key=counts.get)
+        eg = " and ".join(f"{quote(t.get('agent'), 60)} -> {quote(t.get('user'), 60)}" for t, _ in bad[:2])
+        out.append(Finding(
+            "rejected_calls", gym,
+            f"{len(bad)} of {len(turns)} recent {gym} agent turns ({len(bad) / len(turns):.0%}) were "
+            f"calls the environment rejected for their arguments, most on the way to "
+            f"{S.WHAT.get(step, step)}; e.g. {eg}.",
+            {"step": step, "turns": len(turns), "rejected": len(bad), "by_step": counts,
+             "rate": round(len(bad) / len(turns), 3), "metric": f"rejected/{gym}",
+             "examples": [(t.get("agent") or "")[:160] for t, _ in bad[:2]]}))
+    return out
 
 
 # ----------------------------------------------------------------------------- early answers

@@ -163,6 +163,9 @@ def _turn_record(k: int, text: str, reply: UserReply | None, reward: float,
             "asked_question": bool(info.get("asked_question", False)),
             "answered": bool(info.get("answered", False)),
             "invalid_action": bool(info.get("invalid_action", False)),
+            # the step a call the environment rejected for its arguments was on (the gym's own
+            # Outcome.info; None where it took the call): training/steps.py names the steps
+            "rejected": info.get("rejected"),
             "rule_id": info.get("rule_id"), "tool_calls": list(info.get("tool_calls", ())),
             "user_arm": info.get("user_arm")}
 

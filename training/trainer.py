@@ -595,6 +595,11 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
     # the gym lacks, a malformed tool call): all of them refused means no learning signal at all
     out["episode/invalid_rate"] = float(np.mean([t.get("invalid_action", False) for t in turns])) \
         if turns else 0.0
+    # the share the environment took in format but rejected for their arguments ("A probe needs
+    # exactly four integers.", a tau call to an unknown tool): invalid_rate does not count them,
+    # and they were half the function turns of the H100 runs of 2026-12-06 at step 24
+    out["episode/rejected_rate"] = float(np.mean([bool(t.get("rejected")) for t in turns])) \
+        if turns else 0.0
     # turns that repeat an earlier turn of their episode word for word (training.rollout.novelty):
     # a policy farming a reward that pays per disclosure asks the same question again and again
     out["episode/repeat_rate"] = float(np.mean([t.get("repeated", False) for t in turns])) \
@@ -617,6 +622,7 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         if mine_turns:
             out[f"invalid/{gym}"] = float(np.mean([t.get("invalid_action", False) for t in mine_turns]))
             out[f"repeat/{gym}"] = float(np.mean([t.get("repeated", False) for t in mine_turns]))
+            out[f"rejected/{gym}"] = float(np.mean([bool(t.get("rejected")) for t in mine_turns]))
         # the share of the gym's episodes that took each step its success needs, at any turn
         # (training.steps, as the diagnosis and the replay judge a step): a worked example or a
         # step reward changes this first; in the CPU run of 16 steps score/tau stayed 0 while the

@@ -169,6 +169,7 @@ class Planner:
                     "format_learned": self.on_format_learned,
                     "reward_hack": self.on_reward_hack, "loop": self.on_loop,
                     "missing_step": self.on_missing_step, "early_answer": self.on_early_answer,
+                    "rejected_calls": self.on_rejected_calls,
                     "no_effect": self.on_no_effect}
         self.unremedied, self.findings, self.waiting = [], findings, None
         self.run_dir = run_dir
@@ -506,6 +507,19 @@ class Planner:
         return self.vetted([remedies.worked_example(self, gym, step, f.message),
                             remedies.step_reward(self, gym, step, f.message),
                             remedies.more_examples(self, gym, step, f.message)])
+
+    def on_rejected_calls(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Calls with the right tag whose arguments the environment rejects: an example that
+        makes the call right, first among those shown, else one more shown, judged by the share
+        of the gym's turns rejected (function's probes of two integers were half its turns at
+        step 24 of the H100 runs of 2026-12-06, while its shown example probes with four)."""
+        gym, step = f.gym, f.evidence.get("step")
+        if gym not in self.gyms or step not in remedies.S.NEEDED.get(gym, ()):
+            return None
+        expect = f"rejected/{gym} falls, then score/{gym} rises."
+        acts = [remedies.worked_example(self, gym, step, f.message),
+                remedies.more_examples(self, gym, step, f.message)]
+        return self.vetted([dataclasses.replace(a, expect=expect) for a in acts if a is not None])
 
     def on_early_answer(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Answers before anything was learnt: a reward at the first disclosure of an episode,

@@ -139,3 +139,27 @@ def write_steps(run_dir, by_step: dict[int, list[dict]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for step, eps in by_step.items():
         (folder / f"step-{step:06d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
+
+
+def function_bad_probes() -> dict:
+    """Right tag, wrong arguments: probes of two integers, each rejected by the gym, then one
+    well-formed probe and the test case (the record marks the step a rejected call was on,
+    training/rollout.py)."""
+    bad = "A probe needs exactly four integers."
+    return ep("function", [turn("[action] 7 9", bad, rejected="probe"),
+                           turn("[action] 8 9", bad, rejected="probe"),
+                           turn("[action] 1 2 3 4", "Output for 1 2 3 4: 10"),
+                           turn("[search] test", "Test case: 2 0 1 5")],
+              prompt="My mapping function is settled and ready.")
+
+
+def tau_wrong_tool() -> dict:
+    """Asks name and zip, then calls a tool that does not exist; written before the gym marked
+    rejected calls, so only the tool call's error says so."""
+    err = "unknown tool 'get_user_details_33950' or wrong arguments"
+    call = {"name": "get_user_details_33950", "arguments": {"user_id": "x"}, "result": None, "error": err}
+    return ep("tau", [turn("[action] What is your full name?", "My name is Chen Berg."),
+                      turn("[action] And your zip code?", "My zip code is 33950."),
+                      turn('[answer] {"name": "get_user_details_33950", "arguments": {"user_id": "x"}}',
+                           f"Error: {err}.", answered=True, tool_calls=[call])],
+              prompt="Here is my request: something is wrong with my order.")

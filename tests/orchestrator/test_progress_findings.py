@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from episodes import (colbench_chatting, ep, farmed_travel, function_guess, honest_travel,  # noqa: E402
-                      retail_read_first, retail_write_first, tau_identified, tau_unidentified,
-                      travel_blind, travel_searching, turn, turtle_restating, write_steps)
+from episodes import (colbench_chatting, ep, farmed_travel, function_bad_probes, function_guess,  # noqa: E402
+                      honest_travel, retail_read_first, retail_write_first, tau_identified,
+                      tau_unidentified, tau_wrong_tool, travel_blind, travel_searching, turn,
+                      turtle_restating, write_steps)
 
 from orchestrator import diagnostics  # noqa: E402
 from orchestrator import progress_findings as P  # noqa: E402
@@ -39,6 +40,36 @@ def test_a_gym_that_takes_its_steps_or_has_one_episode_is_not_named():
     eps = [tau_identified(), tau_identified(), travel_searching(), travel_searching(),
            retail_read_first(), retail_read_first(), colbench_chatting()]      # one colbench episode
     assert P.find_missing_steps(eps) == []
+
+
+def test_calls_the_environment_rejects_for_their_arguments_are_found_per_gym():
+    """Right tag, wrong arguments: refused turns do not count them. Function's are marked by the
+    gym; tau's, in records written before the mark, by their tool call's error."""
+    eps = [function_bad_probes(), function_bad_probes(), tau_wrong_tool(), tau_wrong_tool(),
+           travel_searching(), travel_searching()]
+    found = {f.gym: f for f in P.find_rejected_calls(eps)}
+    assert set(found) == {"function", "tau"}
+    fn = found["function"]
+    assert (fn.evidence["rejected"], fn.evidence["turns"], fn.evidence["step"]) == (4, 8, "probe")
+    assert fn.evidence["metric"] == "rejected/function"
+    assert fn.message.startswith(
+        '4 of 8 recent function agent turns (50%) were calls the environment rejected for their '
+        'arguments, most on the way to a probe ([action] and four integers); e.g. "[action] 7 9" '
+        '-> "A probe needs exactly four integers." and "[action] 8 9" -> ')
+    assert (found["tau"].evidence["step"], found["tau"].evidence["rejected"]) == ("identify", 2)
+    # one rejected probe among five well-formed ones is under the share that makes a finding
+    few = ep("function", [turn("[action] 7 9", "A probe needs exactly four integers.", rejected="probe")]
+             + [turn(f"[action] {i} 2 3 4", "Output: 1") for i in range(5)])
+    assert P.find_rejected_calls([few, few]) == []
+
+
+def test_the_trainer_logs_the_share_of_turns_rejected_for_their_arguments():
+    from training.trainer import episode_metrics
+    fake = function_bad_probes()
+    rec = {"gym": "function", "return": 0.0, "success": False, "truncated": True, "score": 0.0,
+           "user_arm": "symbolic", "turns": fake["turns"]}
+    m = episode_metrics([rec])
+    assert (m["rejected/function"], m["episode/rejected_rate"], m["invalid/function"]) == (0.5, 0.5, 0.0)
 
 
 def test_answers_before_any_disclosure_are_guesses():

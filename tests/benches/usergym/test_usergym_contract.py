@@ -71,3 +71,18 @@ def test_prepare_complete_equals_step(gym):
         state = b.prepare(action)
         reply = b.user.respond(state) if state is not None else None
         assert a.step(action) == b.complete(reply)
+
+
+def test_calls_rejected_for_their_arguments_are_marked_with_the_step_they_were_on():
+    """A call with the right tag that the gym rejects for its arguments is not a refused format
+    (invalid_action stays False); its record names the step it was on, for the diagnosis."""
+    fn = make(first_task("function"))
+    info = fn.step("[action] 7 9")[4]
+    assert (info["rejected"], info["invalid_action"]) == ("probe", False)
+    assert fn.step("[action] 1 2 3 4")[4].get("rejected") is None
+    assert make(first_task("tau")).step('[answer] {"name": "get_user_details_1", "arguments": {}}')[4][
+        "rejected"] == "identify"
+    assert make(first_task("tau")).step('[answer] {"name": "get_user_details", "arguments": {}}')[4][
+        "rejected"] == "lookup"
+    assert make(first_task("travel")).step("[search] xyzzy")[4]["rejected"] == "search"
+    assert make(first_task("travel")).step("[answer] Z99")[4]["rejected"] == "answer"

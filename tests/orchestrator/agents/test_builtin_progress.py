@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fakes"))
-from episodes import (ep, farmed_travel, function_guess, honest_travel, tau_unidentified, travel_blind,  # noqa: E402
-                      travel_searching, turn, write_steps)
+from episodes import (ep, farmed_travel, function_bad_probes, function_guess, honest_travel,  # noqa: E402
+                      tau_unidentified, travel_blind, travel_searching, turn, write_steps)
 from runlogs import ROOT, add_event, make_workspace, write_run  # noqa: E402
 
 from orchestrator import effects, gitops  # noqa: E402
@@ -109,6 +109,23 @@ def _run_module(src, turn_):
         return worker.call("turn_reward", [turn_]).value
     finally:
         worker.close()
+
+
+def test_probes_rejected_for_their_arguments_get_one_more_example_judged_by_the_rejected_share(
+        tmp_path, monkeypatch):
+    """The example shown probes with four integers already, so one more that does is shown, and
+    the change is judged by the share of function's turns the gym rejects."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [function_bad_probes(), function_bad_probes()]
+                                              for s in (4, 5, 6)})
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["env"]["function"]["demonstrations"] == 2
+    msg = last_msg(exp)
+    assert msg.startswith("Show function one more worked example that uses a probe ([action] and "
+                          "four integers) (1 -> 2)")
+    assert "12 of 24 recent function agent turns (50%) were calls the environment rejected" in msg
+    assert "Expect: rejected/function falls, then score/function rises." in msg
+    assert effects.target_of(msg, {}, ["function"]) == ("rejected/function", "down")
 
 
 def test_a_step_some_episodes_take_is_rewarded_once_at_its_first_occurrence(tmp_path, monkeypatch):

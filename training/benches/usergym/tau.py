@@ -42,6 +42,14 @@ PRODUCTS = ["keyboard", "mouse", "monitor", "desk lamp", "backpack", "water bott
 REASONS = ["no longer needed", "ordered by mistake"]
 
 
+def _step_of(name: Any) -> str:
+    """The step (training/steps.py) a rejected call was on its way to: an unparsed call or an
+    unknown tool counts against identification, which every episode needs first (HELP)."""
+    if name == "get_user_details" or name == "get_order_details":
+        return "lookup"
+    return "write" if name in TOOLS and TOOLS[name]["write"] else "identify"
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return sorted(map(str, a)) == sorted(map(str, b))
@@ -77,12 +85,14 @@ class TauEnv(UserGymEnv):
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             err = 'a tool call is [answer] {"name": TOOL, "arguments": {...}}'
             return Outcome(obs=f"Error: {err}.", tool_calls=[{"name": None, "arguments": content,
-                                                              "result": None, "error": err}])
+                                                              "result": None, "error": err}],
+                           info={"rejected": _step_of(None)})
         if name not in TOOLS or set(args) != set(TOOLS[name]["args"]):
             err = f"unknown tool {name!r} or wrong arguments" if name not in TOOLS else \
                 f"{name} takes {', '.join(TOOLS[name]['args'])}"
             return Outcome(obs=f"Error: {err}.", tool_calls=[{"name": name, "arguments": args,
-                                                              "result": None, "error": err}])
+                                                              "result": None, "error": err}],
+                           info={"rejected": _step_of(name)})
         if TOOLS[name]["write"]:
             goal = self.task.data["goal"]
             ok = name == goal["name"] and all(_same(args.get(k), v) for k, v in goal["arguments"].items())

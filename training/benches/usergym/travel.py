@@ -123,7 +123,8 @@ class TravelEnv(UserGymEnv):
         words = set(re.findall(r"[a-z]+", query.lower()))
         aspect = next((a for a in self.options if words & set(ASPECTS[a][1])), None)
         if aspect is None:
-            return Outcome(obs="No results: name the aspect to search (" + ", ".join(self.options) + ").")
+            return Outcome(obs="No results: name the aspect to search (" + ", ".join(self.options) + ").",
+                           info={"rejected": "search"})
         lines = [f"{o['id']} | {o['name']} | {o['city']} | "
                  + " | ".join(f"{k}: {v}" for k, v in sorted(o["attrs"].items())) + f" | ${o['price']}"
                  for o in self.options[aspect]]
@@ -133,7 +134,8 @@ class TravelEnv(UserGymEnv):
         m = _OPTION_ID.search(content)
         oid = m.group(1).upper() if m else None
         if oid not in self.labels:
-            return Outcome(obs="Recommend one option by its id from a search result, e.g. [answer] H3.")
+            return Outcome(obs="Recommend one option by its id from a search result, e.g. [answer] H3.",
+                           info={"rejected": "answer"})
         aspect, label = self.labels[oid]
         before = self.score()
         self.best[aspect] = max(self.best[aspect], SCORES.get(label, 0.0))
