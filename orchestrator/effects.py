@@ -344,10 +344,27 @@ def own_gym_riders(exp_dir: Path, run_dir: Path, workspace: Path | str, gyms: li
         group = by_step[step]
         metric, direction = next((m, d) for c, m, d in group if c == commit)
         gym = metric_gym(metric, gyms)
-        if gym is None or any(metric_gym(m, gyms) in (gym, None) for c, m, _ in group if c != commit):
+        if gym is None or any(metric_gym(m, gyms) in (gym, None) for c, m, _ in group
+                              if c != commit and not settles(workspace, c)):
             continue
         out.append((commit, step, metric, direction))
     return out
+
+
+SETTLES_RE = re.compile(r"^Expect:.*\bstays within its noise floor", re.M | re.I)
+
+
+def settles(workspace: Path | str, commit: str) -> bool:
+    """Whether a commit says it changes nothing measurable ("Expect: METRIC stays within its noise
+    floor.": a revert of a change measured "no effect"). It does not make the changes applied with
+    it share one effect: on the H100 runs of 2026-12-06 (seeds 1 and 2) the revert of `no_repeat`
+    went in with four gyms' own changes, all applied at step 14, and each of those was left
+    "unmeasured" because the revert was judged on a metric of every gym."""
+    from orchestrator import gitops
+    try:
+        return bool(SETTLES_RE.search(gitops.message(workspace, commit)))
+    except gitops.GitError:
+        return False
 
 
 def _is_ancestor(workspace: Path | str, a: str, b: str) -> bool:

@@ -180,3 +180,37 @@ def test_commits_for_different_gyms_applied_together_are_each_measured_on_their_
     found = {e.commit: e for e in effects.update_effects(exp, run, ws, window=2, final=True)}
     assert (found[tau].metric, found[tau].step, found[tau].label) == ("took/tau/identify", 6, "helped")
     assert (found[travel].metric, found[travel].label) == ("took/travel/search", "inconclusive")
+
+
+def test_a_revert_of_a_change_with_no_effect_leaves_the_gyms_changes_with_it_measured(tmp_path, monkeypatch):
+    """The H100 runs of 2026-12-06: a session took back `no_repeat` (no effect on the repeat rate
+    of every gym) and committed tau's and travel's own changes; the trainer applied all at one
+    step. A revert that says it changes nothing does not make them share one effect; a change to
+    every gym that expects an effect still does."""
+    monkeypatch.setenv("EAU_EXPERIENCE_DIR", str(tmp_path / "pool"))
+    from orchestrator import ledger
+
+    def run_with(name, revert_expect):
+        exp = tmp_path / name
+        ws = make_workspace(exp / "workspace")
+        revert = _commit(ws, "reward.modules.no_repeat.enabled", False,
+                         f"Revert 1234567890: no effect\n\nWhy: x\nExpect: {revert_expect}\n")
+        tau = _commit(ws, "env.tau.demonstrations", 2,
+                      "Show tau\n\nWhy: x\nExpect: took/tau/identify rises, then score/tau.")
+        travel = _commit(ws, "env.travel.demonstrations", 2, "Show travel\n\nWhy: x\nExpect: took/travel/search rises.")
+        run = write_run(exp / "run-001", 10, gym="tau", metric_fn=lambda s, r: {
+            "episode/repeat_rate": 0.3, "success/travel": 0.0,
+            "took/tau/identify": 0.0 if s < 6 else 0.5 + r.gauss(0, 0.01),
+            "took/travel/search": 0.3})
+        add_event(run, event="started", time=100.0, step=0)
+        add_event(run, event="applied", commit=travel, step=6)
+        for sha, ts in ((revert, 140.0), (tau, 150.0), (travel, 160.0)):
+            ledger.append_line(exp, {"type": "verdict", "ts": ts, "commit": sha, "verdict": "accepted"})
+        found = {e.commit: e for e in effects.update_effects(exp, run, ws, window=2, final=True)}
+        return found[revert], found[tau]
+
+    revert, tau = run_with("settled", "episode/repeat_rate stays within its noise floor.")
+    assert (tau.metric, tau.step, tau.label) == ("took/tau/identify", 6, "helped")
+    assert revert.label == "unmeasured"
+    revert, tau = run_with("global", "episode/repeat_rate falls.")
+    assert tau.label == "unmeasured" and "whose effect it shares" in tau.reason
