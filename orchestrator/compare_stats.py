@@ -44,8 +44,9 @@ BASELINE = "prompting"  # the untrained model: a gym "learns" under a method tha
 def task_rows(episodes_file: Path) -> dict[str, dict[str, float]]:
     """One evaluation's episodes by "gym/task_id": success (0/1), score, the environment's own
     rewards summed over the episode (UserGym's number in the paper's table 1), agent turns and
-    refused turns (those the environment answered as an invalid action); task ids are unique
-    within a gym in every bench's files."""
+    refused turns (those the environment answered as an invalid action) and rejected ones (a
+    right tag with arguments the environment rejected, `rejected` in the record: function's
+    probes of two integers); task ids are unique within a gym in every bench's files."""
     rows: dict[str, dict[str, float]] = {}
     for line in episodes_file.read_text().splitlines():
         if not line.strip():
@@ -55,7 +56,8 @@ def task_rows(episodes_file: Path) -> dict[str, dict[str, float]]:
         rows[f"{r['gym']}/{r['task_id']}"] = {
             "success": float(bool(r["success"])), "score": float(r["score"]),
             "env_reward": float(sum(t.get("env_reward", 0.0) for t in turns)), "turns": len(turns),
-            "refused": sum(1 for t in turns if t.get("invalid_action"))}
+            "refused": sum(1 for t in turns if t.get("invalid_action")),
+            "rejected": sum(1 for t in turns if t.get("rejected"))}
     return rows
 
 
@@ -156,12 +158,16 @@ def paired_difference(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]
 
 
 def _wear(seeds: dict[str, dict[str, Any]], gym: str) -> dict[str, float | None]:
-    """Mean agent turns an episode and the share of agent turns refused, in one gym."""
+    """Mean agent turns an episode and the shares of agent turns refused and rejected, in one gym
+    (rejected: None for results written before evaluations recorded it)."""
     rows = [r for s in _with_tasks(seeds) for k, r in seeds[s]["tasks"].items()
             if k.split("/", 1)[0] == gym]
     turns = sum(r.get("turns", 0) for r in rows)
+    marked = [r for r in rows if "rejected" in r]
+    marked_turns = sum(r.get("turns", 0) for r in marked)
     return {"turns": turns / len(rows) if rows else None,
-            "refused": sum(r.get("refused", 0) for r in rows) / turns if turns else None}
+            "refused": sum(r.get("refused", 0) for r in rows) / turns if turns else None,
+            "rejected": sum(r["rejected"] for r in marked) / marked_turns if marked_turns else None}
 
 
 def method_pairs(methods: list[str], twins: dict[str, str]) -> list[tuple[str, str]]:
@@ -299,9 +305,10 @@ def _gym_lines(stats: dict[str, Any], held_out: list[str]) -> list[str]:
     lines = ["### Per gym: which gyms learn", "",
              f"A gym learns under a method whose success there is above the untrained model's "
              f"({BASELINE}) outside the noise (paired per task and seed); turns: agent turns an "
-             f"episode; refused: share of agent turns the environment refused as invalid actions.",
-             "", f"| gym | method | success [95%] | − {BASELINE} [95%] | learns | turns | refused |",
-             "| --- | --- | --- | --- | --- | ---: | ---: |"]
+             f"episode; refused: share of agent turns the environment refused as invalid actions; "
+             f"rejected: share it took in format but rejected for their arguments.",
+             "", f"| gym | method | success [95%] | − {BASELINE} [95%] | learns | turns | refused | rejected |",
+             "| --- | --- | --- | --- | --- | ---: | ---: | ---: |"]
     for gym, by_method in stats["gyms"].items():
         name = f"{gym} (held out)" if gym in held_out else gym
         for m, row in by_method.items():
@@ -309,8 +316,9 @@ def _gym_lines(stats: dict[str, Any], held_out: list[str]) -> list[str]:
             learns = "-" if d is None else {1: "yes", 0: "no", -1: "worse"}[outside_noise(d)]
             turns = "-" if row["turns"] is None else f"{row['turns']:.1f}"
             refused = "-" if row["refused"] is None else f"{row['refused']:.0%}"
+            rejected = "-" if row.get("rejected") is None else f"{row['rejected']:.0%}"
             lines.append(f"| {name} | {m} | {_ci(row['success'])} | {_ci(d, 'diff', True)} | "
-                         f"{learns} | {turns} | {refused} |")
+                         f"{learns} | {turns} | {refused} | {rejected} |")
     return lines
 
 

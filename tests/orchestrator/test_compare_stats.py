@@ -104,11 +104,14 @@ def test_task_rows_keep_each_episodes_outcome_turns_and_refusals(tmp_path):
     turn = {"agent": "x", "invalid_action": False, "env_reward": 0.5}
     episodes.write_text("\n".join(json.dumps(r) for r in [
         {"gym": "travel", "task_id": "a", "success": True, "score": 0.75,
-         "turns": [turn, {**turn, "invalid_action": True, "env_reward": 0.0}, {**turn, "env_reward": 1.25}]},
+         "turns": [turn, {**turn, "invalid_action": True, "env_reward": 0.0},
+                   {**turn, "rejected": "search", "env_reward": 0.0}, {**turn, "env_reward": 1.25}]},
         {"gym": "turtle", "task_id": "a", "success": False, "score": 0.0, "turns": []}]) + "\n")
     assert cs.task_rows(episodes) == {
-        "travel/a": {"success": 1.0, "score": 0.75, "env_reward": 1.75, "turns": 3, "refused": 1},
-        "turtle/a": {"success": 0.0, "score": 0.0, "env_reward": 0.0, "turns": 0, "refused": 0}}
+        "travel/a": {"success": 1.0, "score": 0.75, "env_reward": 1.75, "turns": 4, "refused": 1,
+                     "rejected": 1},
+        "turtle/a": {"success": 0.0, "score": 0.0, "env_reward": 0.0, "turns": 0, "refused": 0,
+                     "rejected": 0}}
 
 
 def _learning_results():
@@ -132,10 +135,20 @@ def test_the_per_gym_table_says_which_gyms_learn_with_turns_and_refusals():
     md = render_markdown(CompareSpec(name="t", bench="usergym", methods=("prompting", "ppo", "eau")),
                          results, "orchestrator compare ...")
     travel_ppo = next(line for line in md.splitlines() if line.startswith("| travel | ppo |"))
-    assert travel_ppo.endswith("| yes | 4.0 | 25% |")
+    # results kept before evaluations recorded rejected calls show none
+    assert travel_ppo.endswith("| yes | 4.0 | 25% | - |")
     turtle_ppo = next(line for line in md.splitlines() if line.startswith("| turtle (held out) | ppo |"))
-    assert "| no | 4.0 | 25% |" in turtle_ppo
+    assert "| no | 4.0 | 25% | - |" in turtle_ppo
     assert "| travel | prompting |" in md and md.count("| 8.0 | 75% |") == 2
+    for s in results["methods"]["ppo"]["seeds"].values():
+        for key, row in s["tasks"].items():
+            row["rejected"] = 2 if key.startswith("travel/") else 0
+    add_aggregates(results)
+    assert results["stats"]["gyms"]["travel"]["ppo"]["rejected"] == 0.5
+    md = render_markdown(CompareSpec(name="t", bench="usergym", methods=("prompting", "ppo", "eau")),
+                         results, "orchestrator compare ...")
+    assert next(line for line in md.splitlines()
+                if line.startswith("| travel | ppo |")).endswith("| yes | 4.0 | 25% | 50% |")
 
 
 def test_results_md_says_in_words_which_differences_are_outside_the_noise():
