@@ -61,6 +61,12 @@ def test_calls_the_environment_rejects_for_their_arguments_are_found_per_gym():
     few = ep("function", [turn("[action] 7 9", "A probe needs exactly four integers.", rejected="probe")]
              + [turn(f"[action] {i} 2 3 4", "Output: 1") for i in range(5)])
     assert P.find_rejected_calls([few, few]) == []
+    # a tool call's error marks a rejected call in TauGym's older records only: tau2's failed
+    # calls are the domain's answers (an order that cannot be cancelled), read by other findings
+    failed = {"name": "cancel_pending_order", "arguments": {}, "result": None, "error": "not pending"}
+    retail = ep("retail", [turn('<tool_call>{"name": "cancel_pending_order"}</tool_call>', "Error: not pending",
+                                tool_calls=[failed]) for _ in range(3)])
+    assert P.find_rejected_calls([retail, retail]) == []
 
 
 def test_the_trainer_logs_the_share_of_turns_rejected_for_their_arguments():

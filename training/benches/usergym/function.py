@@ -109,7 +109,7 @@ class FunctionEnv(UserGymEnv):
         if len(numbers) != 4 or any("." in x for x in numbers):
             fired.append("probe_invalid")
             # rejected for its arguments, not its format: the tag is right, so invalid_rate does not
-            # count it (half the function turns of the H100 runs of 2026-12-06 at step 24)
+            # count it (30-49% of the function turns of the H100 runs of 2026-12-06 at step 24)
             return self._shaped(Outcome(obs="A probe needs exactly four integers.",
                                         info={"rejected": "probe"}), fired)
         args = tuple(int(x) for x in numbers)
