@@ -339,13 +339,15 @@ def own_gym_riders(exp_dir: Path, run_dir: Path, workspace: Path | str, gyms: li
         by_step.setdefault(step, []).append((commit, *_target_at(workspace, commit, gyms)))
     for commit, step in {(h, s) for _, (h, s) in riders}:
         by_step[step].append((commit, *_target_at(workspace, commit, gyms)))
+    # read each commit's message once, not once for every rider applied beside it
+    settled = {c for group in by_step.values() for c, _, _ in group if settles(workspace, c)}
     out = []
     for commit, (_, step) in riders:
         group = by_step[step]
         metric, direction = next((m, d) for c, m, d in group if c == commit)
         gym = metric_gym(metric, gyms)
         if gym is None or any(metric_gym(m, gyms) in (gym, None) for c, m, _ in group
-                              if c != commit and not settles(workspace, c)):
+                              if c != commit and c not in settled):
             continue
         out.append((commit, step, metric, direction))
     return out

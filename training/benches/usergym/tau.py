@@ -45,7 +45,7 @@ REASONS = ["no longer needed", "ordered by mistake"]
 def _step_of(name: Any) -> str:
     """The step (training/steps.py) a rejected call was on its way to: an unparsed call or an
     unknown tool counts against identification, which every episode needs first (HELP)."""
-    if name == "get_user_details" or name == "get_order_details":
+    if name in ("get_user_details", "get_order_details"):
         return "lookup"
     return "write" if name in TOOLS and TOOLS[name]["write"] else "identify"
 
