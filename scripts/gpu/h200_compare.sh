@@ -13,7 +13,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 log=/tmp/h200_compare.log
-running() { pgrep -f "orchestrator.cli compare" > /dev/null; }
+# anchored at the start of the command line: unanchored, the pattern also matched the device
+# call's own shell whenever its command held those words (2026-12-07: "a comparison is running
+# already" with none running)
+running() { pgrep -f "^python3 -m orchestrator.cli compare" > /dev/null; }
 pack() {
   [ -n "${OUT:-}" ] || { echo "OUT is not set: run this through the device tool"; return 1; }
   cp "$log" "$OUT/" 2>/dev/null
