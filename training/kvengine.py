@@ -44,7 +44,6 @@ ATTN = "eau_kv"
 _RUNNING: list["KVEngine"] = []    # the engine whose forward is under way (one thread at a time)
 
 
-@torch.compiler.disable   # a compiled decoder layer breaks its graph here (KVEngine._layer_fn)
 def kv_attention(module, query, key, value, attention_mask, dropout: float = 0.0,
                  scaling: float | None = None, **kwargs):
     """Attention through the running engine's cache (module docstring, part 2); SDPA otherwise.
@@ -58,6 +57,17 @@ def kv_attention(module, query, key, value, attention_mask, dropout: float = 0.0
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, **kwargs)
     return engine.attend(module.layer_idx, query, key, value, attention_mask, scaling)
+
+
+_EXCLUDED: list = []
+
+
+def _compile_excluded_attention():
+    """kv_attention wrapped by torch.compiler.disable, made once (a compiled decoder layer breaks
+    its graph there; KVEngine._layer_fn)."""
+    if not _EXCLUDED:
+        _EXCLUDED.append(torch.compiler.disable(kv_attention))
+    return _EXCLUDED[0]
 
 
 def use_kv_attention(model) -> None:
@@ -164,6 +174,13 @@ class KVEngine:
             for knob in ("recompile_limit", "cache_size_limit"):   # slot counts may grow
                 if hasattr(torch._dynamo.config, knob):
                     setattr(torch._dynamo.config, knob, max(getattr(torch._dynamo.config, knob), 64))
+            # the compiled layer breaks its graph at attention: kv_attention is registered
+            # excluded from compilation here, not by a decorator at import, since
+            # torch.compiler.disable imports torch._dynamo (1.2 s of the trainer's 2.9 s import
+            # on the CPU, where nothing is compiled; -X importtime, 2026-12-07)
+            from transformers import AttentionInterface
+
+            AttentionInterface.register(ATTN, _compile_excluded_attention())
             self._layer_fn = torch.compile(_run_layer, dynamic=False)
             self.compiled = True
 
