@@ -78,7 +78,9 @@ def use_kv_attention(model) -> None:
     impl = model.config._attn_implementation
     if impl not in ("sdpa", "eager", ATTN, "eau_gqa_decode"):
         raise GenerationConfigError(f"the KV engine runs on sdpa or eager attention, not {impl!r}.")
-    AttentionInterface.register(ATTN, kv_attention)
+    # once an engine compiled its layers, attention stays excluded from compilation for every
+    # engine after it (a later plain registration would let a recompile trace into it)
+    AttentionInterface.register(ATTN, _EXCLUDED[0] if _EXCLUDED else kv_attention)
     AttentionMaskInterface.register(ATTN, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
     model.config._attn_implementation = ATTN
 

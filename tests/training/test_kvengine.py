@@ -307,3 +307,27 @@ def test_the_rollout_copy_decodes_the_weights_after_a_trainer_step(fused):
     fresh.refresh()
     assert after == fresh.engine.generate(ctx, max_new_tokens=6, greedy=True)
     assert after != before          # the step changed what the policy writes
+
+
+def test_attention_leaves_compilation_only_once_an_engine_compiles(monkeypatch):
+    """A compiled decoder layer breaks its graph at kv_attention, which is registered wrapped by
+    torch.compiler.disable from the first compiling engine on; on the CPU nothing compiles, and
+    the trainer's start does not pay for importing torch._dynamo (1.2 s of its 2.9 s import)."""
+    import subprocess
+    import sys
+
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    from training import kvengine
+
+    probe = subprocess.run([sys.executable, "-c", "import sys, training.trainer; "
+                            "print('torch._dynamo' in sys.modules)"],
+                           capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "False"
+    monkeypatch.setattr(kvengine, "_EXCLUDED", [])
+    kvengine.use_kv_attention(_model())
+    assert ALL_ATTENTION_FUNCTIONS[kvengine.ATTN] is kvengine.kv_attention
+    excluded = kvengine._compile_excluded_attention()
+    assert excluded is not kvengine.kv_attention and kvengine._compile_excluded_attention() is excluded
+    kvengine.use_kv_attention(_model())       # a later engine keeps it excluded
+    assert ALL_ATTENTION_FUNCTIONS[kvengine.ATTN] is excluded
