@@ -668,8 +668,10 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     return write_results(Path(out_root) / eval_id(spec, run, step, model), records, summary)
 
 
-class Interrupted(Exception):
-    """SIGTERM or SIGINT (from `orchestrator eval`, which forwards both, or from Ctrl-C)."""
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT (from `orchestrator eval`, which forwards both, or from Ctrl-C). A
+    BaseException, as KeyboardInterrupt is: the signal can land while the model code is being
+    imported, inside a library's `try: import ... except Exception`, which would swallow it."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)

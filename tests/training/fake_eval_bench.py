@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from training.benches.base import Fact, Task, TextEnv, UserReply, UserState
+from training.evaluate import stop_if_interrupted
 
 
 class EchoUser:
@@ -67,7 +68,13 @@ def make_env(task: Task, snapshot, *, seed: int, llm=None) -> TextEnv:
     peek = os.environ.get("FAKE_EVAL_PEEK")     # a bench that (wrongly) reads a walled path
     if peek:
         Path(peek).read_text()
-    time.sleep(float(os.environ.get("FAKE_EVAL_SLEEP_S", "0")))
+    # a long first step that checks for a stop as a real evaluation does at its turn boundaries
+    # (a signal whose exception a finalizer swallowed is acted on there): unchecked, a stop that
+    # landed so waited out orchestrator eval's 30 s grace (33 s once in the suite, 3 s alone)
+    end = time.monotonic() + float(os.environ.get("FAKE_EVAL_SLEEP_S", "0"))
+    while time.monotonic() < end:
+        stop_if_interrupted()
+        time.sleep(0.05)
     return FakeTravelEnv(task, snapshot.knobs, EchoUser(), seed=seed)
 
 
