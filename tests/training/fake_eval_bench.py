@@ -68,9 +68,10 @@ def make_env(task: Task, snapshot, *, seed: int, llm=None) -> TextEnv:
     peek = os.environ.get("FAKE_EVAL_PEEK")     # a bench that (wrongly) reads a walled path
     if peek:
         Path(peek).read_text()
-    # a long first step that checks for a stop as a real evaluation does at its turn boundaries
-    # (a signal whose exception a finalizer swallowed is acted on there): unchecked, a stop that
-    # landed so waited out orchestrator eval's 30 s grace (33 s once in the suite, 3 s alone)
+    # a long first step that checks for a stop as a real evaluation does at its turn boundaries,
+    # where a signal whose exception was swallowed (raised in a finalizer) is acted on. Unchecked,
+    # such a stop waits out orchestrator eval's 30 s grace: 33 s once in the suite, 3 s alone
+    # (the likely cause; not reproduced in 24 tries at delays of 0-4 s)
     end = time.monotonic() + float(os.environ.get("FAKE_EVAL_SLEEP_S", "0"))
     while time.monotonic() < end:
         stop_if_interrupted()
