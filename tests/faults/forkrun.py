@@ -1,5 +1,6 @@
-"""Start the real trainer (`training.trainer.main`) from a fork server that has imported torch
-and the trainer once, so a test can kill and restart it twenty times in CI time.
+"""Start the real trainer (`training.trainer.main`) from a fork server that has imported torch,
+the trainer and transformers' model classes once, so a test can kill and restart it twenty times
+in CI time (24.8 s for the twenty, 70-86 s while the preloads silently failed).
 
 A plain `python -m training.trainer` start costs the torch/transformers imports (seconds, tens of
 seconds on a loaded 2-core machine); a fork of a process that has imported them but never run a
@@ -26,11 +27,39 @@ from orchestrator.supervisor import Supervisor
 _CTX = None
 
 
+def warm_transformers() -> None:
+    """Import what a trainer start imports lazily from transformers: the Llama model and config,
+    the auto classes and the fast tokenizer were 3.1 s of a 4.1 s restart (cProfile of
+    training.trainer.main resuming the toy run), paid by each fork otherwise."""
+    import transformers.models.llama.modeling_llama  # noqa: F401
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+    from transformers import PreTrainedTokenizerFast  # noqa: F401
+
+    AutoConfig.for_model("llama")
+
+
 def context():
     global _CTX
     if _CTX is None:
+        from multiprocessing import forkserver
+
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["training.trainer", "toy_env", "forkrun"])
+        _CTX.set_forkserver_preload(["training.trainer", "toy_env", "forkrun", "forkrun_warm"])
+        # Python 3.11's fork server is handed the parent's sys.path and does not apply it, so
+        # this folder's modules failed to preload (silently: ImportError is skipped) and every
+        # child imported them, and transformers, itself. The server is started here with them
+        # on PYTHONPATH, which only it sees.
+        here = Path(__file__).resolve().parent
+        saved = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(here), str(here.parent / "training")] + ([saved] if saved else []))
+        try:
+            forkserver.ensure_running()
+        finally:
+            if saved is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = saved
     return _CTX
 
 
@@ -117,3 +146,4 @@ class ForkSupervisor(Supervisor):
         (Path(self.run_dir) / "trainer.pid").write_text(f"{self.proc.pid}\n")
         self.starts.append((self.proc.pid, resume))
         return self
+
