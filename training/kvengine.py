@@ -63,10 +63,13 @@ _EXCLUDED: list = []
 
 
 def _compile_excluded_attention():
-    """kv_attention wrapped by torch.compiler.disable, made once (a compiled decoder layer breaks
-    its graph there; KVEngine._layer_fn)."""
+    """kv_attention wrapped by torch.compiler.disable, made once and registered in its place (a
+    compiled decoder layer breaks its graph there; KVEngine._layer_fn)."""
+    from transformers import AttentionInterface
+
     if not _EXCLUDED:
         _EXCLUDED.append(torch.compiler.disable(kv_attention))
+    AttentionInterface.register(ATTN, _EXCLUDED[0])
     return _EXCLUDED[0]
 
 
@@ -180,9 +183,7 @@ class KVEngine:
             # excluded from compilation here, not by a decorator at import, since
             # torch.compiler.disable imports torch._dynamo (1.2 s of the trainer's 2.9 s import
             # on the CPU, where nothing is compiled; -X importtime, 2026-12-07)
-            from transformers import AttentionInterface
-
-            AttentionInterface.register(ATTN, _compile_excluded_attention())
+            _compile_excluded_attention()
             self._layer_fn = torch.compile(_run_layer, dynamic=False)
             self.compiled = True
 

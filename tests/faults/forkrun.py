@@ -27,17 +27,6 @@ from orchestrator.supervisor import Supervisor
 _CTX = None
 
 
-def warm_transformers() -> None:
-    """Import what a trainer start imports lazily from transformers: the Llama model and config,
-    the auto classes and the fast tokenizer were 3.1 s of a 4.1 s restart (cProfile of
-    training.trainer.main resuming the toy run), paid by each fork otherwise."""
-    import transformers.models.llama.modeling_llama  # noqa: F401
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # noqa: F401
-    from transformers import PreTrainedTokenizerFast  # noqa: F401
-
-    AutoConfig.for_model("llama")
-
-
 def context():
     global _CTX
     if _CTX is None:
@@ -146,4 +135,3 @@ class ForkSupervisor(Supervisor):
         (Path(self.run_dir) / "trainer.pid").write_text(f"{self.proc.pid}\n")
         self.starts.append((self.proc.pid, resume))
         return self
-
