@@ -17,6 +17,7 @@ Metrics computed per process are averaged with `all_reduce_mean`; checkpoints ar
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -72,6 +73,9 @@ def init(device: str = "auto", backend: str | None = None, timeout_s: float = 60
     return DistInfo(rank, world, local, dev)
 
 
+_LEFT_GROUP: list[bool] = []     # set once shutdown() has torn a process group down
+
+
 def shutdown(info: DistInfo) -> None:
     """Leave the process group together: once in a CI run (2 gloo processes on 2 busy cores) rank 1
     aborted right after its last step ("terminate called without an active exception", SIGABRT)
@@ -83,6 +87,27 @@ def shutdown(info: DistInfo) -> None:
         except Exception:        # the other process is gone already: nothing left to wait for
             pass
         dist.destroy_process_group()
+        _LEFT_GROUP.append(True)
+
+
+def exit_process(code: int) -> None:
+    """End a torchrun worker that has left its process group without the interpreter's
+    finalisation. The barrier in shutdown() was not enough: a later CI run (2 gloo processes on
+    2 busy cores) still saw rank 1 abort with "terminate called without an active exception"
+    after the final checkpoint and the "finished" event were written, so torchrun failed the
+    whole run. Gloo's C++ threads can still release tensors while the interpreter tears itself
+    down; skipping that teardown (os._exit) skips the abort. Everything the run owes is on disk
+    by then: checkpoints and metrics are written whole and closed, and Trainer.run's `finally`
+    has closed the watcher and the reward sandboxes. A process that never joined a group exits
+    as usual."""
+    if not _LEFT_GROUP:
+        raise SystemExit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):   # a closed pipe: nothing more can reach it anyway
+            pass
+    os._exit(code)
 
 
 def shard(items: list, info: DistInfo) -> list:
