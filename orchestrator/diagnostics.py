@@ -349,7 +349,13 @@ def _pooled_invalid(episodes: list[dict[str, Any]]) -> list[Finding]:
 
 
 def _user_turns(eps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [t for ep in eps for t in ep.get("turns", []) if t.get("user") is not None]
+    """The turns the simulated user answered. A turn's `user` also holds the environment's
+    observation where no user spoke (a search's table, a refusal of the format): counted as
+    replies, travel's "user replies grew from 56 to 89 characters" of the H100 run of 2026-12-07
+    (EAU seed 3, step 12) came from more searches, and leaks were diluted by tool turns. Records
+    written before `user_replied` existed count every turn with a `user`, as they did."""
+    return [t for ep in eps for t in ep.get("turns", [])
+            if t.get("user") is not None and t.get("user_replied", True)]
 
 
 def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],

@@ -167,7 +167,10 @@ def _turn_record(k: int, text: str, reply: UserReply | None, reward: float,
             # Outcome.info; None where it took the call): training/steps.py names the steps
             "rejected": info.get("rejected"),
             "rule_id": info.get("rule_id"), "tool_calls": list(info.get("tool_calls", ())),
-            "user_arm": info.get("user_arm")}
+            "user_arm": info.get("user_arm"),
+            # whether the simulated user spoke: `user` holds the environment's observation (a
+            # search's table, a refusal) on the other turns, which are no reply of the user's
+            "user_replied": reply is not None}
 
 
 def _finish_turn(models: Models, ep: Episode, k: int, text: str, reply: UserReply | None,

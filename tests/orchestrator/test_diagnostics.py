@@ -38,7 +38,40 @@ def test_leak_found_with_the_leaking_fact_kind(tmp_path):
     run = write_run(tmp_path / "run-001", 20, episodes_fn=lambda s, r: [
         episode("colbench", leak=True, first=f"[action] q{i}") for i in range(6)])
     leak = [f for f in diagnostics.diagnose(run) if f.kind == "leak"][0]
-    assert leak.evidence["kinds"] == {"return": 36}  # 3 newest files x 6 episodes x 2 leaky turns and leak.evidence["rate"] == 0.5
+    assert leak.evidence["kinds"] == {"return": 36}  # 3 newest files x 6 episodes x 2 leaky turns
+    assert leak.evidence["rate"] == 0.5
+
+
+def _with_searches(ep, table: str):
+    """Each user turn followed by a search the environment answers itself (no user reply)."""
+    turns = []
+    for t in ep["turns"]:
+        turns += [{**t, "user_replied": True},
+                  {**t, "agent": "[search] hotel", "user": table, "revealed_facts": [],
+                   "leaked_facts": [], "asked_question": False, "rule_id": None,
+                   "user_replied": False}]
+    return {**ep, "turns": turns}
+
+
+def test_user_findings_read_the_users_replies_not_the_environments_tables(tmp_path):
+    """A policy that learns to search sees longer observations (a search's table), which are no
+    user replies: they neither make "replies grew" nor dilute the share of replies that leak."""
+    grow = lambda s, r: [_with_searches(episode("travel", leak=True, first=f"[action] q{i}"),
+                                        "H1 | Vista | $318\n" * (1 if s < 20 else 8))
+                         for i in range(6)]
+    run = write_run(tmp_path / "run-001", 20, gym="travel", episodes_fn=grow)
+    found = {f.kind: f for f in diagnostics.diagnose(run) if f.gym == "travel"}
+    assert "reply_growth" not in found
+    assert found["leak"].evidence["rate"] == 0.5 and found["leak"].evidence["turns"] == 72
+
+    def talkative(s, r):      # the user's own replies grow: still found
+        eps = [episode("travel", first=f"[action] q{i}") for i in range(6)]
+        for ep in eps:
+            for t in ep["turns"]:
+                t["user"] = "Hmm." if s < 20 else "Hmm. " + "By the way, I also like pools. " * 4
+        return [_with_searches(ep, "H1 | Vista | $318") for ep in eps]
+    run = write_run(tmp_path / "run-002", 20, gym="travel", episodes_fn=talkative)
+    assert ("reply_growth", "travel") in kinds(run)
 
 
 def test_entropy_collapse_low_success_and_nan(tmp_path):

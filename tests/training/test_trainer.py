@@ -21,7 +21,8 @@ DESIGN_METRICS = ["reward/mean", "episode/turns", "episode/question_rate", "user
                   "perf/step_s", "perf/rollout_tokens_per_s", "perf/update_tokens_per_s",
                   "workspace/commit"]
 TURN_KEYS = {"turn", "agent", "user", "reward", "revealed_facts", "leaked_facts",
-             "asked_question", "answered", "rule_id", "tool_calls", "new_facts", "repeated"}
+             "asked_question", "answered", "rule_id", "tool_calls", "new_facts", "repeated",
+             "user_replied"}
 
 
 def _params(sd: dict, prefix: str = "") -> dict[str, torch.Tensor]:
@@ -72,6 +73,8 @@ def test_smoke_two_steps_on_a_real_gym(tmp_path, tiny_model_dir, bench, user_llm
             assert set(t["new_facts"]) == set(t["revealed_facts"]) - seen_facts
             text = " ".join(t["agent"].split()).lower()
             assert t["repeated"] == (bool(text) and text in seen_text)
+            if not t["user_replied"]:     # the environment's own observation: nothing disclosed
+                assert t["rule_id"] is None and not t["revealed_facts"]
             seen_facts |= set(t["revealed_facts"])
             seen_text.add(text)
     initial = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
