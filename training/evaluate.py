@@ -771,6 +771,11 @@ def main(argv: list[str] | None = None) -> int:
     except (EvalError, ValueError, FileNotFoundError) as exc:
         print(f"evaluate: {exc}", file=sys.stderr)
         return 2
+    except MemoryError as exc:   # the KV cache's refusal (training.kvengine) says what to change
+        if not str(exc):
+            raise
+        print(f"evaluate: {exc}", file=sys.stderr)
+        return 2
     summary = json.loads((out / "summary.json").read_text())
     for gym, s in summary["per_gym"].items():
         print(f"{gym:>10}: reward {s['env_reward']:.3f}  score {s['score']:.3f}  "

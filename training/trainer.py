@@ -73,7 +73,7 @@ from training import distributed as D
 from training import hold as hold_mod
 from training.benches import TaskDataError, load_bench_tasks, train_gyms
 from training.config import Config, ConfigError
-from training.kvengine import weight_copies
+from training.kvengine import KVCacheMemoryError, weight_copies
 from training.policy import ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, engine_logprobs, rollout, start_episode
 from training.users.llm import LLMUserConfigError, run_users
@@ -668,7 +668,8 @@ def main(argv: list[str] | None = None) -> int:
         code = trainer.run(stop_at=args.stop_at)
         D.shutdown(trainer.dist)
         return code
-    except (ConfigError, ModelLoadError, live.SnapshotError, VLLMStartError) as exc:
+    except (ConfigError, ModelLoadError, live.SnapshotError, VLLMStartError,
+            KVCacheMemoryError) as exc:
         if rank0:
             files.event("crashed", error=str(exc), step=trainer.step if trainer else 0)
         print(f"trainer: {exc}", file=sys.stderr)

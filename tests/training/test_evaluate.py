@@ -4,6 +4,7 @@ limits; the checkpoint's weights are the ones evaluated; the wall refuses walled
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -208,3 +209,29 @@ def test_summary_reports_the_environment_reward_beside_the_normalised_score():
     per_gym = ev.summarize([episode([1.0, 0.7, 0.4], 1.0), episode([0.4, 0.0], 0.2)])["intention"]
     assert per_gym["env_reward"] == pytest.approx((2.1 + 0.4) / 2)
     assert per_gym["score"] == pytest.approx(0.6)
+
+
+FULL_HOST = r"""
+import sys
+import training.kvengine as K
+K._free_host_bytes = lambda: 64 * 1024        # as if the machine had 64 KiB free
+from training import evaluate
+sys.exit(evaluate.main(sys.argv[1:]))
+"""
+
+
+def test_a_batch_the_host_cannot_hold_ends_the_evaluation_in_one_sentence(ckpt, tmp_path):
+    """The KV cache's refusal reaches the person as one line naming what to change, instead of
+    the process being killed for memory with nothing said (a CPU evaluation of 105 episodes at
+    once on a 24 GiB machine); nothing is written as if it had finished."""
+    out = subprocess.run([sys.executable, "-c", FULL_HOST, "--bench", BENCH, "--episodes", "3",
+                          "--batch-size", "3", "--device", "cpu", "--out-root", str(tmp_path),
+                          "--checkpoint", str(ckpt), "--run", "run-001", "--step", "2",
+                          "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stderr[-2000:]
+    last = out.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"evaluate: the KV cache for \d+ sequences of \d+ tokens needs [\d.]+ GiB "
+                        r"and this machine has [\d.]+ GiB free: generate fewer sequences at "
+                        r"once \(a smaller batch size\)\.", last), last
+    assert "Traceback" not in out.stderr
+    assert not list(tmp_path.rglob("summary.json"))

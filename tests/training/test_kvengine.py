@@ -175,6 +175,27 @@ def test_bad_calls_are_refused_in_one_sentence():
         _engine(model, stop_ids=list(range(9)))
 
 
+def test_a_cache_the_host_cannot_hold_is_refused_in_one_sentence(monkeypatch):
+    """On the CPU a cache that would not fit the free memory is refused before it is allocated
+    (the kernel's OOM killer once ended a 105-episode evaluation with nothing said); as many
+    sequences as fit still generate."""
+    import training.kvengine as K
+
+    per_slot = 2 * 2 * 2 * 64 * 16 * 4      # keys and values, 2 layers, 2 heads, 64 columns, fp32
+    monkeypatch.setattr(K, "_free_host_bytes", lambda: int(2.5 * per_slot / K.HOST_SHARE))
+    prompts = [_rand(n, 70 + n) for n in (5, 9, 7)]
+    with pytest.raises(K.KVCacheMemoryError, match=r"^the KV cache for 3 sequences of 64 tokens "
+                       r"needs .* GiB and this machine has .* GiB free: generate fewer sequences "
+                       r"at once \(a smaller batch size\)\.$"):
+        _engine(_model(), slots=1, grow_by=64).generate(prompts, max_new_tokens=4, greedy=True)
+    two = _engine(_model(), slots=1, grow_by=64)
+    assert len(two.generate(prompts[:2], max_new_tokens=4, greedy=True)) == 2
+    assert two.kv_bytes == 2 * per_slot
+    monkeypatch.setattr(K, "_free_host_bytes", lambda: None)     # no /proc/meminfo: no check
+    three = _engine(_model(), slots=1, grow_by=64)
+    assert len(three.generate(prompts, max_new_tokens=4, greedy=True)) == 3
+
+
 def test_training_passes_on_the_same_model_are_unchanged():
     """The engine switches the model's attention to its own; a forward outside the engine (the
     update's training passes, on the CPU the very same model) still runs SDPA: same logits."""
