@@ -27,6 +27,10 @@ from training.novelty import repeated_marks
 DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
 LEAK_RATE = 0.10            # share of user turns revealing a hidden fact unasked
 REPLY_GROWTH = 1.5          # user replies 1.5x longer than at the start of the window history
+CATCHALL_FRAC = 0.80        # share of a gym's questions the user's catch-all rule answered: 37 of
+                            # 37, 51 of 59 and 119 of 134 travel questions at steps 1, 9 and 24 of
+                            # the H100 run of 2026-12-07 (EAU seed 3)
+CATCHALL_MIN_QUESTIONS = 6  # as progress_findings.REJECTED_MIN_TURNS: two episodes of the CPU demo
 ENTROPY_DROP = 0.35         # recent entropy below 35% of the run's early entropy
 TEMPLATE_DISTINCT = 0.25    # fewer than 25% distinct first agent turns
 LOW_SUCCESS = 0.05          # "success stays near zero"
@@ -399,6 +403,61 @@ def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
     return out
 
 
+def catchall_rules(run_dir: Path | str) -> set[str]:
+    """Ids of the symbolic user's catch-all rules in the run's newest workspace snapshot: rules
+    for every gym that disclose nothing and look at nothing but the kind of turn (the shipped
+    `unknown`, "I'm not sure; could you ask about something more specific?", and `fallback`).
+    A rule of some gyms only (telepathy's and turtle's "No.") answers what was asked."""
+    snaps = [p for p in (Path(run_dir) / "snapshots").glob("*") if p.is_dir()]
+    if not snaps:
+        return set()
+    newest = max(snaps, key=lambda p: p.stat().st_mtime)
+    out = set()
+    for f in sorted(newest.glob("users/*/rules.json")):
+        try:
+            rules = json.loads(f.read_text()).get("rules", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for r in rules:
+            if isinstance(r, dict) and not r.get("gyms") and r.get("reveal", "none") == "none" \
+                    and set(r.get("when") or {}) <= {"act"} and r.get("id"):
+                out.add(str(r["id"]))
+    return out
+
+
+def find_uninformative_user(episodes: list[dict[str, Any]], catchall: set[str]) -> list[Finding]:
+    """Gyms where the user answered most recent questions with a catch-all rule: those turns
+    teach the policy nothing, whatever it asked (paper section 1: EAU diagnoses "uninformative
+    interactions"; the user's disclosure behaviour is the thing to refine). In the H100 run of
+    2026-12-07 the travel user disclosed a preference only to a question naming its attribute,
+    and the policy, asking "Do you have a discount?", got the fallback at 85-100% of its
+    questions over 24 steps; the policy then wrote that fallback as its own turn."""
+    out = []
+    if not catchall:
+        return out
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        asked = [t for ep in eps for t in ep.get("turns", [])
+                 if t.get("asked_question") and t.get("user_replied", True) and t.get("rule_id")]
+        if len(eps) < 2 or len(asked) < CATCHALL_MIN_QUESTIONS:
+            continue
+        caught = [t for t in asked if t.get("rule_id") in catchall]
+        if len(caught) / len(asked) < CATCHALL_FRAC:
+            continue
+        rules: dict[str, int] = {}
+        for t in caught:
+            rules[t["rule_id"]] = rules.get(t["rule_id"], 0) + 1
+        eg = " and ".join(f"{quote(t.get('agent'), 60)} -> {quote(t.get('user'), 60)}"
+                          for t in caught[:2])
+        out.append(Finding(
+            "uninformative_user", gym,
+            f"{len(caught)} of {len(asked)} recent {gym} questions ({len(caught) / len(asked):.0%}) "
+            f"got the user's catch-all reply, which discloses nothing whatever was asked; e.g. {eg}.",
+            {"questions": len(asked), "caught": len(caught), "rules": rules,
+             "rate": round(len(caught) / len(asked), 3),
+             "examples": [(t.get("agent") or "")[:160] for t in caught[:2]]}))
+    return out
+
+
 def find_collapse(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
                   window: int) -> list[Finding]:
     """Entropy collapse (actor/entropy falls) and template collapse (the same first turn everywhere)."""
@@ -563,6 +622,7 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window)
                 + progress.find_idle_modules(episodes, module_sources(run_dir))
+                + find_uninformative_user(episodes, catchall_rules(run_dir))
                 + [f for f in invalid if f.kind == "format_learned"])
     return sorted(findings, key=lambda f: not f.irreversible)   # stable: keeps the order above
 

@@ -27,7 +27,8 @@ class Finding:
     kind: str            # deadlock | leak | reply_growth | entropy_collapse | template_collapse |
                          # low_success | high_success | nan | harm | invalid_actions | format_learned |
                          # reward_hack | loop | missing_step | early_answer | restated_prompt |
-                         # idle_module | no_effect | module_errors | stale_rollouts
+                         # idle_module | no_effect | module_errors | stale_rollouts |
+                         # rejected_calls | uninformative_user
     gym: str | None      # the gym it concerns, None for run-wide findings
     message: str         # one sentence a person can read
     evidence: dict[str, Any] = field(default_factory=dict)

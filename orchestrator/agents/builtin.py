@@ -292,6 +292,11 @@ class Planner:
             return (f"No remedy of the built-in agent's kinds targets it (the examples shown ask "
                     f"questions of their own, and a turn's record lacks the prompt a reward module "
                     f"would compare it with): {f.message}")
+        if f.kind == "uninformative_user":
+            return (f"No remedy of the built-in agent's kinds targets it: a user that names what it "
+                    f"may be asked about would leak where the word is the answer (telepathy, "
+                    f"turtle), so the rule to add, for {f.gym} alone, is for a person or a Claude "
+                    f"Code or Codex session (users/<bench>/rules.json): {f.message}")
         if f.kind == "stale_rollouts":
             return (f"No workspace file moves the trainer's weight copy; the run's rollouts are "
                     f"not the trained policy's until a person fixes the trainer: {f.message}")

@@ -2,6 +2,7 @@
 trainer's own file formats, and a healthy run yields no findings."""
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -223,3 +224,39 @@ def test_rollouts_of_weights_older_than_the_last_update_are_found(tmp_path):
     assert "At 5 of 5 recent steps" in stale[0].message
     for copied in (1, None):
         assert not [f for f in diagnostics.diagnose(run_with(copied), window=5) if f.kind == "stale_rollouts"]
+
+
+def _asked(gym, rule, agent="[action] Do you need parking at the hotel?",
+           user="I'm not sure; could you ask about something more specific?"):
+    return {"turn": 1, "agent": agent, "user": user, "reward": 0.0, "revealed_facts": [],
+            "leaked_facts": [], "asked_question": True, "answered": False, "rule_id": rule,
+            "tool_calls": [], "user_replied": True}
+
+
+def test_questions_the_users_catch_all_rule_answers_are_found_per_gym(tmp_path):
+    """A gym whose questions mostly get the user's catch-all reply (a rule for every gym that
+    discloses nothing, whatever was asked) is found, naming the rule; a guessing game's "No."
+    (a rule of some gyms, which answers what was asked) is not; a run without a snapshot of its
+    workspace's rules says nothing."""
+    def eps(s, r):
+        travel = [{"gym": "travel", "task_id": f"t{i}", "user_arm": "symbolic", "score": 0.0,
+                   "success": False, "truncated": True,
+                   "turns": [_asked("travel", "unknown")] * 4 + [_asked("travel", "answer-matched")]}
+                  for i in range(3)]
+        turtle = [{"gym": "turtle", "task_id": f"k{i}", "user_arm": "symbolic", "score": 0.0,
+                   "success": False, "truncated": True,
+                   "turns": [_asked("turtle", "yesno-no", "[action] Did he drown?", "No.")] * 5}
+                  for i in range(3)]
+        return travel + turtle
+    run = write_run(tmp_path / "run-001", 20, gym="travel", episodes_fn=eps)
+    assert not [f for f in diagnostics.diagnose(run) if f.kind == "uninformative_user"]
+    snap = run / "snapshots" / "abc123" / "users" / "usergym"
+    snap.mkdir(parents=True)
+    shutil.copy(ROOT / "workspace" / "users" / "usergym" / "rules.json", snap / "rules.json")
+    assert diagnostics.catchall_rules(run) == {"unknown", "fallback"}
+    found = [f for f in diagnostics.diagnose(run) if f.kind == "uninformative_user"]
+    assert [f.gym for f in found] == ["travel"]
+    assert found[0].evidence["rules"] == {"unknown": 36} and found[0].evidence["questions"] == 45
+    assert found[0].message.startswith("36 of 45 recent travel questions (80%) got the user's "
+                                       "catch-all reply")
+    assert '"[action] Do you need parking at the hotel?" -> "I\'m not sure;' in found[0].message

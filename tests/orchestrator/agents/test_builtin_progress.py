@@ -835,3 +835,28 @@ def test_a_revert_of_a_change_without_effect_leaves_room_for_the_gyms_own_change
     assert revert.startswith(f"Revert {sha[:10]}: no effect on episode/repeat_rate") and f"Reverts: {sha}" in revert
     assert knobs(exp)["reward"]["modules"]["no_repeat"]["enabled"] is False
     assert "find_user_id_by_name_zip" in own and "score/tau" in own
+
+
+def test_questions_the_catch_all_rule_answers_are_left_to_a_person_and_said_why(tmp_path, monkeypatch):
+    """The built-in agent has no remedy for a user that answers most questions with its catch-all
+    rule (a hint at what may be asked would leak in the guessing games): the session commits
+    nothing for it and says so, naming the gym and the rule file to edit."""
+    caught = lambda i: ep("travel", [  # noqa: E731
+        turn("[search] hotel in Lisbon", "H1 | Vista | Lisbon | parking: no | $318",
+             user_replied=False, first_steps=["search"])] + [
+        turn(f"[action] Do you need parking at the hotel {i}?",
+             "I'm not sure; could you ask about something more specific?", rule_id="unknown",
+             user_replied=True) for _ in range(3)], task=f"t{i}", truncated=False)
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [caught(1), caught(2)] for s in (4, 5, 6)},
+                      metrics=lambda s, r: {"success/travel": 0.3})
+    snap = exp / "run-001" / "snapshots" / "seed" / "users" / "usergym"
+    snap.mkdir(parents=True)
+    (snap / "rules.json").write_text((exp / "workspace" / "users" / "usergym" / "rules.json").read_text())
+    res = base.run_session(ctx(exp))
+    assert res.commits == [], res.reason
+    said = record(res)
+    assert "No remedy of the built-in agent's kinds targets it: a user that names what it may be " \
+           "asked about would leak" in said
+    assert "the rule to add, for travel alone, is for a person or a Claude Code or Codex session " \
+           "(users/<bench>/rules.json): 18 of 18 recent travel questions (100%) got the user's " \
+           "catch-all reply" in said
