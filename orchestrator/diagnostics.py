@@ -408,10 +408,9 @@ def catchall_rules(run_dir: Path | str) -> set[str]:
     for every gym that disclose nothing and look at nothing but the kind of turn (the shipped
     `unknown`, "I'm not sure; could you ask about something more specific?", and `fallback`).
     A rule of some gyms only (telepathy's and turtle's "No.") answers what was asked."""
-    snaps = [p for p in (Path(run_dir) / "snapshots").glob("*") if p.is_dir()]
-    if not snaps:
+    newest = _newest_snapshot(run_dir)
+    if newest is None:
         return set()
-    newest = max(snaps, key=lambda p: p.stat().st_mtime)
     out = set()
     for f in sorted(newest.glob("users/*/rules.json")):
         try:
@@ -430,8 +429,8 @@ def find_uninformative_user(episodes: list[dict[str, Any]], catchall: set[str]) 
     teach the policy nothing, whatever it asked (paper section 1: EAU diagnoses "uninformative
     interactions"; the user's disclosure behaviour is the thing to refine). In the H100 run of
     2026-12-07 the travel user disclosed a preference only to a question naming its attribute,
-    and the policy, asking "Do you have a discount?", got the fallback at 85-100% of its
-    questions over 24 steps; the policy then wrote that fallback as its own turn."""
+    and the policy, asking "Do you have a discount?", got the fallback at 86-100% of its
+    questions at the steps read (1-24); the policy then wrote that fallback as its own turn."""
     out = []
     if not catchall:
         return out
@@ -634,13 +633,18 @@ def _progress_findings(episodes: list[dict[str, Any]]) -> list[Finding]:
             + progress.find_early_answers(episodes) + progress.find_restated_prompts(episodes))
 
 
+def _newest_snapshot(run_dir: Path | str) -> Path | None:
+    """The workspace tree the trainer loaded last (it copies each to snapshots/<commit>/)."""
+    snaps = [p for p in (Path(run_dir) / "snapshots").glob("*") if p.is_dir()]
+    return max(snaps, key=lambda p: p.stat().st_mtime) if snaps else None
+
+
 def module_sources(run_dir: Path | str) -> dict[str, str]:
     """name -> source of the reward modules in the run's newest workspace snapshot (the trainer
     copies each tree it loads to snapshots/<commit>/), {} before any."""
-    snaps = [p for p in (Path(run_dir) / "snapshots").glob("*") if p.is_dir()]
-    if not snaps:
+    newest = _newest_snapshot(run_dir)
+    if newest is None:
         return {}
-    newest = max(snaps, key=lambda p: p.stat().st_mtime)
     return {f.stem: f.read_text(errors="replace") for f in sorted((newest / "rewards").glob("*.py"))}
 
 
