@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,28 @@ def test_missing_model_is_one_sentence(tmp_path, tiny_model_dir, monkeypatch):
     with pytest.raises(ModelLoadError, match="'nobody/no-such-model-xyz' could not be fetched "
                        "from the Hugging Face hub .HF_HUB_OFFLINE is set.*give a local folder"):
         Trainer(tmp_path / "r")
+
+
+def test_a_rollout_cache_the_host_cannot_hold_ends_the_run_in_one_sentence(tmp_path, tiny_model_dir,
+                                                                           monkeypatch, capsys):
+    """A batch whose KV cache would not fit the free memory ends the trainer with exit 2, a
+    "crashed" event holding the sentence and that sentence on stderr, instead of the kernel
+    killing it mid-step with nothing said."""
+    import training.kvengine as K
+    from training.trainer import main
+
+    monkeypatch.setattr(K, "_free_host_bytes", lambda: 64 * 1024)
+    ws = write_workspace(tmp_path / "ws")
+    write_run(tmp_path / "r", workspace_dir=ws, model_dir=tiny_model_dir)
+    term = signal.getsignal(signal.SIGTERM)
+    try:
+        assert main(["--run", str(tmp_path / "r")]) == 2
+    finally:
+        signal.signal(signal.SIGTERM, term)      # main() installs the trainer's own handler
+    crashed = [e for e in metrics.read_lines(tmp_path / "r" / "events.jsonl") if e["event"] == "crashed"]
+    assert len(crashed) == 1 and crashed[0]["error"].startswith("the KV cache for ")
+    assert crashed[0]["error"].endswith("generate fewer sequences at once (a smaller batch size).")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"trainer: {crashed[0]['error']}"
 
 
 def test_lora_trains_only_adapters(tmp_path, tiny_model_dir):
