@@ -160,6 +160,8 @@ def _turn_record(k: int, text: str, reply: UserReply | None, reward: float,
             "env_reward": float(reward), "reward": float(reward),
             "revealed_facts": list(info.get("revealed_facts", ())),
             "leaked_facts": list(info.get("leaked_facts", ())), "new_facts": [], "repeated": False,
+            # the hidden facts the agent's message asked for (the user's match_threshold)
+            "asked_facts": list(info.get("asked_facts", ())),
             "asked_question": bool(info.get("asked_question", False)),
             "answered": bool(info.get("answered", False)),
             "invalid_action": bool(info.get("invalid_action", False)),

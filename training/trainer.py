@@ -76,6 +76,7 @@ from training.config import Config, ConfigError
 from training.kvengine import KVCacheMemoryError, weight_copies
 from training.policy import ModelLoadError, load_models
 from training.rollout import Episode, RolloutStats, engine_logprobs, rollout, start_episode
+from training.users import leak
 from training.users.llm import LLMUserConfigError, run_users
 from training.update import collate, ppo_update, score_batch
 from training.vllm_backend import VLLMStartError
@@ -623,6 +624,13 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
             out[f"invalid/{gym}"] = float(np.mean([t.get("invalid_action", False) for t in mine_turns]))
             out[f"repeat/{gym}"] = float(np.mean([t.get("repeated", False) for t in mine_turns]))
             out[f"rejected/{gym}"] = float(np.mean([bool(t.get("rejected")) for t in mine_turns]))
+        # the share of the gym's disclosing user replies that told again only what was told while
+        # the question asked for a fact never told (training.users.leak.stale_replies): the tau
+        # user's name, repeated to "name and zip code?", at 82% of its disclosures (GRPO seed 0 of
+        # 2026-12-07, step 24); absent where no reply disclosed anything
+        disclosing = sum(bool(t.get("revealed_facts")) and t.get("user_replied", True) for t in mine_turns)
+        if disclosing:
+            out[f"stale/{gym}"] = sum(len(leak.stale_replies(r["turns"])) for r in mine) / disclosing
         # the share of the gym's episodes that took each step its success needs, at any turn
         # (training.steps, as the diagnosis and the replay judge a step): a worked example or a
         # step reward changes this first; in the CPU run of 16 steps score/tau stayed 0 while the

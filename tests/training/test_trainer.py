@@ -23,7 +23,7 @@ DESIGN_METRICS = ["reward/mean", "episode/turns", "episode/question_rate", "user
                   "workspace/commit"]
 TURN_KEYS = {"turn", "agent", "user", "reward", "revealed_facts", "leaked_facts",
              "asked_question", "answered", "rule_id", "tool_calls", "new_facts", "repeated",
-             "user_replied"}
+             "user_replied", "asked_facts"}
 
 
 def _params(sd: dict, prefix: str = "") -> dict[str, torch.Tensor]:

@@ -8,13 +8,19 @@ one fact the agent's message did not match.
 - `detect_revealed(reply_text, facts)`: facts whose content a free-text reply (an LLM user's)
   discloses: at least 60% of the fact's value words (the words of its text that are not its
   keywords nor common words; numbers always count) appear in the reply.
+- `asked(agent_message, facts, threshold)`: the fact ids the message asks for (similarity >=
+  threshold, training.users.symbolic.similarity), best match first; recorded on each turn as
+  `asked_facts`, so that a reply can be read against what it was asked.
 - `leaked(agent_message, revealed, facts, threshold)`: the disclosed fact ids the message did not
-  ask for (no similarity >= threshold, training.users.symbolic.similarity).
+  ask for.
 - `leak_rate(step_infos)`: over the step info dicts of episodes, replies with a leak / replies.
+- `stale_replies(turns)`: the replies of one episode that told again only facts told before in
+  it while the question also asked for a fact never told (the `stale/<gym>` metric and the
+  diagnosis's `stale_disclosure` finding).
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from training.benches.base import Fact
 from training.users.symbolic import match_facts, words
@@ -41,10 +47,13 @@ def detect_revealed(reply_text: str, facts: Iterable[Fact], min_share: float = 0
     return found
 
 
+def asked(agent_message: str, facts: Iterable[Fact], threshold: float) -> list[str]:
+    return [f.id for f, _ in match_facts(agent_message, list(facts), threshold)]
+
+
 def leaked(agent_message: str, revealed: Iterable[str], facts: Iterable[Fact], threshold: float) -> list[str]:
-    facts = list(facts)
-    asked = {f.id for f, _ in match_facts(agent_message, facts, threshold)}
-    return [fid for fid in revealed if fid not in asked]
+    wanted = set(asked(agent_message, facts, threshold))
+    return [fid for fid in revealed if fid not in wanted]
 
 
 def leak_rate(step_infos: Iterable[dict]) -> float:
@@ -57,3 +66,22 @@ def leak_rate(step_infos: Iterable[dict]) -> float:
         replies += 1
         leaks += bool(info.get("leaked_facts"))
     return leaks / replies if replies else 0.0
+
+
+def stale_replies(turns: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], list[str], list[str]]]:
+    """(turn, facts told again, asked facts never told) for each reply of one episode's turn
+    records that disclosed only facts told before in it while the question also asked for one
+    never told. Asked "first name, last name and zip code?", the tau user of the H100 runs of
+    2026-12-07 said "My name is ..." to every asking (both facts match equally, one fact a reply,
+    the name first), so no episode could identify its user. Records without `asked_facts`
+    (written before it existed) have none."""
+    told: set[str] = set()
+    out = []
+    for t in turns:
+        revealed = [str(f) for f in t.get("revealed_facts") or []]
+        if t.get("user_replied", True) and revealed and "asked_facts" in t:
+            untold = [str(f) for f in t["asked_facts"] if str(f) not in told | set(revealed)]
+            if untold and set(revealed) <= told:
+                out.append((t, revealed, untold))
+        told.update(revealed)
+    return out

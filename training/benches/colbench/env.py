@@ -140,7 +140,7 @@ class ColBenchEnv(TextEnv):
                 "invalid_action": check_action(action) is not None,
                 "answer_refused": code is not None
                 and not accepted, "questions": self.questions, "revealed_facts": [],
-                "leaked_facts": [], "rule_id": None, "tool_calls": []}
+                "asked_facts": [], "leaked_facts": [], "rule_id": None, "tool_calls": []}
         self.history.append({"role": "agent", "content": action})
         self._pending = (info, message, code if accepted else None)
         if accepted or not message or self.user is None:
@@ -199,6 +199,7 @@ class ColBenchEnv(TextEnv):
         threshold = float(self.user_knobs.get("match_threshold", 0.5))
         info["revealed_facts"] = revealed
         info["leaked_facts"] = leak.leaked(message, revealed, self.task.facts, threshold)
+        info["asked_facts"] = leak.asked(message, self.task.facts, threshold)
         info["rule_id"] = reply.rule_id
         self.history.append({"role": "user", "content": text})
         return text

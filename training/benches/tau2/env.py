@@ -189,7 +189,8 @@ class Tau2Env(TextEnv):
         return {"gym": self.gym, "task_id": self.task.id, "turn": self.turn,
                 "user_arm": self.arm, "asked_question": False, "answered": False,
                 "invalid_action": False,
-                "revealed_facts": [], "leaked_facts": [], "rule_id": None, "tool_calls": []}
+                "revealed_facts": [], "asked_facts": [], "leaked_facts": [], "rule_id": None,
+                "tool_calls": []}
 
     def _run_agent_calls(self, calls: list[ToolCall], info: dict) -> str:
         parts = []
@@ -232,6 +233,7 @@ class Tau2Env(TextEnv):
             hidden = [f for f in self.task.facts if f.kind != "request"]
             info["leaked_facts"] = [fid for fid in leak.leaked(agent_message, revealed, hidden, threshold)
                                     if fid in {f.id for f in hidden}]
+            info["asked_facts"] = leak.asked(agent_message, hidden, threshold)
         for fid in revealed:
             self.revealed[fid] = self.revealed.get(fid, 0) + 1
         if self.world.user_tools is None:

@@ -168,7 +168,7 @@ class UserGymEnv(TextEnv):
         info = {"gym": self.gym, "task_id": self.task.id, "turn": self.turn, "user_arm": self.user_arm,
                 "user_replied": False,
                 "asked_question": asked, "answered": act == "answer", "invalid_action": invalid,
-                "revealed_facts": [],
+                "revealed_facts": [], "asked_facts": [],
                 "leaked_facts": [], "rule_id": None, "tool_calls": outcome.tool_calls, **outcome.info}
         # the user hears what was said to it: an [action]'s text without the tool prefix
         self.history.append({"role": "agent", "content": content if act == "action" else action})
@@ -218,6 +218,9 @@ class UserGymEnv(TextEnv):
         info["revealed_facts"] = revealed
         asked = self.asked_for(content, threshold)
         info["leaked_facts"] = [fid for fid in revealed if fid not in asked]
+        # what the reply answered: a reply that tells again a fact already told while an asked
+        # one was never told is read against it (diagnostics.find_stale_disclosures)
+        info["asked_facts"] = sorted(asked)
         info["rule_id"] = reply.rule_id
         self.history.append({"role": "user", "content": reply.text})
 
