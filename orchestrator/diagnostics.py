@@ -22,6 +22,7 @@ from orchestrator import progress_findings as progress
 from orchestrator.finding import Finding, metric_gym
 from orchestrator.sentences import quote
 from training.novelty import repeated_marks
+from training.users.leak import stale_replies
 
 # Thresholds: fractions of the recent episodes or steps that make a finding.
 DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
@@ -44,6 +45,11 @@ HARDER_SUCCESS = 0.80       # difficulty may rise once recent success reaches 0.
 # TauGym and TravelGym reached 57-74% (three seeds). Most turns repeated is past anything the
 # untrained model did.
 LOOP_FRAC = 0.50
+# a user that tells again a fact it has told, while the question also asks for one it has not,
+# stalls the episode (training.users.leak.stale_replies): 37 of 45 of the tau user's disclosing
+# replies at step 24 of the GRPO run of 2026-12-07 (seed 0), 4 of 7 at step 3
+STALE_FRAC = 0.30           # share of a gym's disclosing replies
+STALE_MIN = 4               # as many re-tellings at least (two episodes' worth)
 
 # Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's
 # schema/knobs.schema.json does not say (it is the authority once present).
@@ -403,6 +409,40 @@ def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
     return out
 
 
+def find_stale_disclosures(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Gyms whose user answers a question by telling again what it has told, while the question
+    also asks for a fact it never told: the policy gets the same reply to the same question and
+    loops until the turn limit or the reveal budget (max_reveals counts every disclosure) ends
+    it. The cause is the user's disclosure (one fact a reply, the best match first, told or not),
+    not the policy, which asked for the right thing."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        disclosing = [t for ep in eps for t in ep.get("turns", [])
+                      if t.get("revealed_facts") and t.get("user_replied", True)]
+        stale = [s for ep in eps for s in stale_replies(ep.get("turns", []))]
+        if not disclosing or len(stale) < STALE_MIN or len(stale) / len(disclosing) < STALE_FRAC:
+            continue
+        again: dict[str, int] = {}
+        never: dict[str, int] = {}
+        for _, revealed, untold in stale:
+            for f in revealed:
+                again[f] = again.get(f, 0) + 1
+            for f in untold:
+                never[f] = never.get(f, 0) + 1
+        t, _, _ = stale[0]
+        rate = len(stale) / len(disclosing)
+        out.append(Finding(
+            "stale_disclosure", gym,
+            f"{len(stale)} of {len(disclosing)} recent {gym} user replies that disclosed a fact "
+            f"({rate:.0%}) told again one already told ({', '.join(sorted(again))}) while the "
+            f"question also asked for one never told ({', '.join(sorted(never))}); e.g. "
+            f"{quote(t.get('agent'), 72)} -> {quote(t.get('user'), 60)}.",
+            {"rate": round(rate, 3), "disclosing": len(disclosing), "stale": len(stale),
+             "told_again": again, "never_told": never,
+             "examples": [(s[0].get("agent") or "")[:160] for s in stale[:2]]}))
+    return out
+
+
 def catchall_rules(run_dir: Path | str) -> set[str]:
     """Ids of the symbolic user's catch-all rules in the run's newest workspace snapshot: rules
     for every gym that disclose nothing and look at nothing but the kind of turn (the shipped
@@ -611,6 +651,9 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 + progress.effect_findings(effects or [])
                 + find_module_errors(metrics, episodes, window)
                 + [f for f in invalid if f.kind == "invalid_actions"]
+                # a user telling again what it told makes the policy ask again: it comes before
+                # the loops it causes
+                + find_stale_disclosures(episodes)
                 # repeated turns come before deadlocks, which they cause (looping episodes run to
                 # the turn limit)
                 + find_loops(episodes)

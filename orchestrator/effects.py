@@ -150,7 +150,7 @@ def measure(metrics: list[dict[str, Any]], step: int, metric: str, direction: st
 # took/<gym>/<step> (the share of a gym's episodes that took a step, training.steps) has two
 # parts after its prefix; read as one, "took/tau/identify" would be measured as "took/tau"
 _METRIC_RE = re.compile(r"\b((?:took/[\w-]+/|(?:success|score|reward|episode|user|actor|critic|kl"
-                        r"|invalid|repeat|rejected)/)[\w.-]+)")
+                        r"|invalid|repeat|rejected|stale)/)[\w.-]+)")
 _DOWN_WORDS = ("down", "fall", "drop", "decreas", "lower", "reduc", "shrink", "below")
 _UP_WORDS = ("rise", "increas", "raise", "higher", "grow", "improv", "above")
 _GOOD_DOWN = ("user/leak_rate", "critic/value_loss", "kl/ref", "actor/approx_kl", "episode/turns",

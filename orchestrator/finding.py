@@ -9,8 +9,9 @@ from typing import Any
 
 
 # the gym a per-gym metric is about: took/tau/identify, success/tau, score/tau, reward/tau,
-# invalid/tau (its refused share), repeat/tau
-METRIC_GYM = re.compile(r"\b(?:took|success|score|reward|invalid|repeat)/([\w-]+)")
+# invalid/tau (its refused share), repeat/tau, stale/tau (its user's replies telling again what
+# it told while an asked fact waits)
+METRIC_GYM = re.compile(r"\b(?:took|success|score|reward|invalid|repeat|stale)/([\w-]+)")
 
 
 def metric_gym(metric: str | None) -> str | None:
@@ -28,7 +29,7 @@ class Finding:
                          # low_success | high_success | nan | harm | invalid_actions | format_learned |
                          # reward_hack | loop | missing_step | early_answer | restated_prompt |
                          # idle_module | no_effect | module_errors | stale_rollouts |
-                         # rejected_calls | uninformative_user
+                         # rejected_calls | uninformative_user | stale_disclosure
     gym: str | None      # the gym it concerns, None for run-wide findings
     message: str         # one sentence a person can read
     evidence: dict[str, Any] = field(default_factory=dict)

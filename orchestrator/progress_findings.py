@@ -40,7 +40,8 @@ REJECTED_MIN_TURNS = 6    # as IDLE_MIN_TURNS: two episodes of the CPU demo
 INFO_STEPS = frozenset({"disclosed", "search", "probe", "read", "identify", "lookup"})
 # keys of a turn record that a reward module may read (DESIGN.md, trajectories)
 TURN_KEYS = ("revealed_facts", "new_facts", "leaked_facts", "asked_question", "answered",
-             "invalid_action", "tool_calls", "repeated", "first_steps", "rule_id", "rejected")
+             "invalid_action", "tool_calls", "repeated", "first_steps", "rule_id", "rejected",
+             "asked_facts")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("""the and for you your are was were with that this what which from have has had
 not but can could would should will into about there their they them then than when where who

@@ -8,6 +8,8 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   harm (a measured effect)    -> revert that commit's knob changes
   deadlock                    -> lower min_questions, else raise max_steps (within its delta)
   leak / replies growing      -> withhold the leaking fact kind, lower facts_per_reply, stop volunteering
+  stale disclosure            -> raise facts_per_reply, so the asked fact comes with the told one
+                                 (the user told again what it told, an asked fact never told)
   entropy / template collapse -> raise entropy_coeff within its 0.004 delta
   invalid actions             -> show one more worked example (env.<gym>.demonstrations), else
                                  switch on the shipped format reward (rewards/well_formed.py)
@@ -19,8 +21,8 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
                                  disclosures (a guard appended to its source), else switch it off
   loop (most turns repeated)  -> switch on the shipped repeat cost (rewards/no_repeat.py)
 
-Order: nan, harm, invalid actions, reward hack, loop, deadlock, leak, collapse, success extremes,
-format learned (orchestrator.diagnostics.diagnose). After a session whose change reached every gym,
+Order: nan, harm, invalid actions, reward hack, stale disclosure, loop, deadlock, leak, collapse,
+success extremes, format learned (orchestrator.diagnostics.diagnose). After a session whose change reached every gym,
 the gyms' own findings go first (URGENT_KINDS excepted), so that a shared remedy cannot hold back a
 gym's own for good.
 
@@ -170,6 +172,7 @@ class Planner:
                     "reward_hack": self.on_reward_hack, "loop": self.on_loop,
                     "missing_step": self.on_missing_step, "early_answer": self.on_early_answer,
                     "rejected_calls": self.on_rejected_calls,
+                    "stale_disclosure": self.on_stale_disclosure,
                     "no_effect": self.on_no_effect}
         self.unremedied, self.findings, self.waiting = [], findings, None
         self.run_dir = run_dir
@@ -297,6 +300,13 @@ class Planner:
                     f"may be asked about would leak where the word is the answer (telepathy, "
                     f"turtle), so the rule to add, for {f.gym} alone, is for a person or a Claude "
                     f"Code or Codex session (users/<bench>/rules.json): {f.message}")
+        if f.kind == "loop" and self._stalled_by_user(f.gym):
+            return (f"No repeat cost while the {f.gym} user tells again what it told to a question "
+                    f"that asks for a fact it never told (the stale_disclosure finding): the "
+                    f"policy repeats a question the user left unanswered: {f.message}")
+        if f.kind == "stale_disclosure" and not said:
+            return (f"user.{f.gym}.facts_per_reply is at its maximum or still being measured, and "
+                    f"no rule can make the user tell an asked fact before a told one: {f.message}")
         if f.kind == "stale_rollouts":
             return (f"No workspace file moves the trainer's weight copy; the run's rollouts are "
                     f"not the trained policy's until a person fixes the trainer: {f.message}")
@@ -488,8 +498,34 @@ class Planner:
                                 f"episodes), so it goes.", expect, knobs={path: False})
         return None
 
+    def on_stale_disclosure(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """The user tells again what it told while the question asks for a fact it never told:
+        one more fact a reply, so that the asked fact comes with the told one (the rule engine
+        takes the best matches first, told or not; no rule can reorder them). Replayed on the
+        recent turns before committing: it must disclose more there."""
+        gym = f.gym
+        if gym not in self.gyms:
+            return None
+        path = f"user.{gym}.facts_per_reply"
+        new = self.step(path, +1)
+        if new is None:
+            return None
+        return self.vetted([Intervention(
+            f"Ease disclosure in {gym}: {path} {self.value(path)} -> {new}",
+            f"{f.message} The policy asked for the right facts; the user's one fact a reply went "
+            f"to the one it had told, so the same question got the same reply until the turn "
+            f"limit or the reveal budget ended the episode.",
+            f"stale/{gym} falls, then score/{gym} rises.", knobs={path: new})])
+
+    def _stalled_by_user(self, gym: str | None) -> bool:
+        return any(x.kind == "stale_disclosure" and x.gym == gym for x in self.findings)
+
     def on_loop(self, f: Finding, run_dir: Path) -> Intervention | None:
-        """Most of a gym's turns repeat: switch on the shipped cost for a repeated turn."""
+        """Most of a gym's turns repeat: switch on the shipped cost for a repeated turn; not where
+        the user's re-telling makes the policy ask again (a stale_disclosure finding of the gym):
+        the cost would charge the policy for a question the user left unanswered."""
+        if self._stalled_by_user(f.gym):
+            return None
         path = f"reward.modules.{NO_REPEAT_MODULE}.enabled"
         modules = self.value("reward.modules") or {}
         if NO_REPEAT_MODULE not in modules or modules[NO_REPEAT_MODULE].get("enabled") \

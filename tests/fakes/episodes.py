@@ -55,6 +55,24 @@ def tau_unidentified() -> dict:
               prompt="Here is my request: Hi, I have a problem with an order.", truncated=False)
 
 
+def tau_asking_again(step: int | None = None) -> dict:
+    """TauGym's first training task as the H100 runs of 2026-12-07 played it: asked for name and
+    zip code at once, the user (one fact a reply, the name the better match) says its name to
+    every asking, and the zip code never comes."""
+    ask = "[action] I can help with that. Could you tell me your first name, last name and zip code?"
+    name = "My name is Maria Rossi."
+
+    def asking(new: bool) -> dict:
+        return turn(ask, name, revealed_facts=["name"], new_facts=["name"] if new else [],
+                    asked_facts=["name", "zip"], rule_id="answer-matched", user_replied=True,
+                    repeated=not new)
+    return ep("tau", [asking(True), turn("[search] tools", '[{"name": "find_user_id_by_name_zip"}]',
+                                         user_replied=False),
+                      asking(False), asking(False)],
+              prompt="Here is my request: Hi, I have a problem with an order.", task="tau-train-0000",
+              step=step)
+
+
 def tau_identified() -> dict:
     find = {"name": "find_user_id_by_name_zip", "arguments": {}, "result": "mei_patel_1", "error": None}
     look = {"name": "get_user_details", "arguments": {}, "result": {"orders": ["#W1"]}, "error": None}
