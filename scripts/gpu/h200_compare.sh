@@ -4,6 +4,10 @@
 # Run from the repository root on the device machine, after the two staging calls of
 # scripts/gpu/prepare_project.sh (PYTHONPATH=/tmp/site holds what the device lacks):
 #   bash scripts/gpu/h200_compare.sh start --bench usergym --methods ... (orchestrator compare's arguments)
+#       several comparisons, one after another in the same detached shell: their argument lists
+#       joined by --then (each with its own --name); a poll call then need not come the moment
+#       one ends, and the machine is never idle between them (2026-12-07: PPO seed 3 waited on
+#       a start after the GRPO pair, got no machine, and was never run)
 #   bash scripts/gpu/h200_compare.sh poll 540      # waits up to 540 s; packs $OUT once it ended
 #   bash scripts/gpu/h200_compare.sh collect       # packs $OUT now, ended or not
 # What comes back (the device returns at most 8 files of 16 MiB): the log, runs/ without
@@ -16,7 +20,11 @@ log=/tmp/h200_compare.log
 # anchored at the start of the command line: unanchored, the pattern also matched the device
 # call's own shell whenever its command held those words (2026-12-07: "a comparison is running
 # already" with none running)
-running() { pgrep -f "^python3 -m orchestrator.cli compare" > /dev/null; }
+queue_pid=/tmp/h200_compare.queue.pid
+running() {
+  { [ -f "$queue_pid" ] && kill -0 "$(cat "$queue_pid")" 2>/dev/null; } ||
+    pgrep -f "^python3 -m orchestrator.cli compare" > /dev/null
+}
 pack() {
   [ -n "${OUT:-}" ] || { echo "OUT is not set: run this through the device tool"; return 1; }
   cp "$log" "$OUT/" 2>/dev/null
@@ -45,9 +53,17 @@ case "${1:-}" in
     # training (a later call) found .gpuwork/userrl gone (2026-12-05, all 10 failed), so data for
     # --eval-data-dir goes to /tmp, which stays while the machine is warm: pass /tmp/userrl
     [ -d .gpuwork/userrl ] && { rm -rf /tmp/userrl; cp -r .gpuwork/userrl /tmp/userrl; }
-    nvidia-smi --query-gpu=name,memory.used --format=csv,noheader
-    setsid nohup python3 -m orchestrator.cli compare --device cuda "$@" > "$log" 2>&1 < /dev/null &
-    sleep 20; tail -5 "$log";;
+    nvidia-smi --query-gpu=name,memory.used --format=csv,noheader 2>/dev/null
+    # one `python3 -m orchestrator.cli compare` line per comparison, the arguments quoted
+    runner=/tmp/h200_compare.queue.sh
+    { echo "cd $(printf '%q' "$PWD")"; line="python3 -m orchestrator.cli compare --device cuda"
+      for a in "$@"; do
+        if [ "$a" = "--then" ]; then echo "$line"; line="python3 -m orchestrator.cli compare --device cuda"
+        else line+=" $(printf '%q' "$a")"; fi
+      done; echo "$line"; } > "$runner"
+    grep -c "orchestrator.cli compare" "$runner" | sed 's/$/ comparison(s) queued/'
+    setsid nohup bash -c 'echo $$ > '"$queue_pid"'; exec bash '"$runner" > "$log" 2>&1 < /dev/null &
+    sleep "${H200_START_WAIT:-20}"; tail -5 "$log";;
   poll)
     end=$((SECONDS + ${2:-540}))
     while running && [ $SECONDS -lt $end ]; do sleep 15; done
