@@ -631,6 +631,18 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         disclosing = sum(bool(t.get("revealed_facts")) and t.get("user_replied", True) for t in mine_turns)
         if disclosing:
             out[f"stale/{gym}"] = sum(len(leak.stale_replies(r["turns"])) for r in mine) / disclosing
+        # the share of the gym's tasks whose rollout.n episodes all returned alike: under grpo and
+        # infopo such a group has no advantage and teaches nothing (`grpo/tied_frac` is every
+        # gym's); at steps 6, 12 and 24 of the GRPO run of 2026-12-07 (seed 0) all of function's
+        # 8 groups and turtle's 7 tied at 0, travel's 5 of 8, persuade's 1 of 16 and tau's none
+        # of 9 (its shipped elicited_fact pays each telling of the name). Absent with one
+        # episode a task
+        groups: dict[str, list[float]] = {}
+        for r in mine:
+            groups.setdefault(str(r.get("task_id")), []).append(round(float(r["return"]), 6))
+        sized = [g for g in groups.values() if len(g) > 1]
+        if sized:
+            out[f"tied/{gym}"] = sum(len(set(g)) == 1 for g in sized) / len(sized)
         # the share of the gym's episodes that took each step its success needs, at any turn
         # (training.steps, as the diagnosis and the replay judge a step): a worked example or a
         # step reward changes this first; in the CPU run of 16 steps score/tau stayed 0 while the

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fakes"))
-from episodes import (colbench_chatting, function_guess, retail_read_first, retail_write_first,  # noqa: E402
+from episodes import (colbench_chatting, ep, function_guess, retail_read_first, retail_write_first,  # noqa: E402
                       tau_identified, tau_unidentified, travel_blind, travel_searching, turn)
 
 from training import rewards, steps  # noqa: E402
@@ -70,3 +70,18 @@ def test_the_trainer_logs_the_share_of_each_gyms_episodes_that_took_each_needed_
     missed["turns"][0]["tool_calls"][0]["result"] = "Error: user not found"
     missed["turns"][1]["tool_calls"] = []
     assert episode_metrics([missed | {"return": 0.0}])["took/tau/identify"] == 0.0
+
+
+def test_the_trainer_logs_the_share_of_each_gyms_tasks_whose_episodes_all_returned_alike():
+    """`tied/<gym>`: a task's rollout.n episodes that all returned the same give grpo and infopo
+    no advantage; per gym, so that a gym that teaches nothing under them shows."""
+    from training.trainer import episode_metrics
+
+    def rec(gym, task, ret):
+        return ep(gym, [turn("[action] Hello?")], task=task) | {"return": ret}
+    m = episode_metrics([rec("travel", "a", 0.0), rec("travel", "a", 0.0),
+                         rec("travel", "b", 0.0), rec("travel", "b", 0.2),
+                         rec("tau", "c", 0.2), rec("tau", "c", 0.2), rec("tau", "c", 0.2),
+                         rec("turtle", "d", 0.0)])
+    assert (m["tied/travel"], m["tied/tau"]) == (0.5, 1.0)
+    assert "tied/turtle" not in m          # one episode of its task: no group to judge
