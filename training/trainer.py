@@ -628,9 +628,11 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         # the question asked for a fact never told (training.users.leak.stale_replies): the tau
         # user's name, repeated to "name and zip code?", at 82% of its disclosures (GRPO seed 0 of
         # 2026-12-07, step 24); absent where no reply disclosed anything
-        disclosing = sum(bool(t.get("revealed_facts")) and t.get("user_replied", True) for t in mine_turns)
+        disclosing = sum(bool(t.get("revealed_facts")) and t.get("user_replied", True)
+                         for t in mine_turns)
         if disclosing:
-            out[f"stale/{gym}"] = sum(len(leak.stale_replies(r["turns"])) for r in mine) / disclosing
+            stale = sum(len(leak.stale_replies(r["turns"])) for r in mine)
+            out[f"stale/{gym}"] = stale / disclosing
         # the share of the gym's tasks whose rollout.n episodes all returned alike: under grpo and
         # infopo such a group has no advantage and teaches nothing (`grpo/tied_frac` is every
         # gym's); at steps 6, 12 and 24 of the GRPO run of 2026-12-07 (seed 0) all of function's

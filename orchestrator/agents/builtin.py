@@ -22,9 +22,9 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   loop (most turns repeated)  -> switch on the shipped repeat cost (rewards/no_repeat.py)
 
 Order: nan, harm, invalid actions, reward hack, stale disclosure, loop, deadlock, leak, collapse,
-success extremes, format learned (orchestrator.diagnostics.diagnose). After a session whose change reached every gym,
-the gyms' own findings go first (URGENT_KINDS excepted), so that a shared remedy cannot hold back a
-gym's own for good.
+success extremes, format learned (orchestrator.diagnostics.diagnose). After a session whose change
+reached every gym, the gyms' own findings go first (URGENT_KINDS excepted), so that a shared remedy
+cannot hold back a gym's own for good.
 
 A session whose findings have no remedy says which finding and why (e.g. episodes ending at the
 trainer's own rollout.max_turns, which no workspace file moves), never just "nothing to change".

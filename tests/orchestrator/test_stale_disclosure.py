@@ -96,7 +96,8 @@ def test_the_trainer_logs_the_share_of_disclosing_replies_that_were_stale():
 
 def test_the_builtin_agent_gives_the_stale_user_one_more_fact_a_reply_and_no_repeat_cost(
         tmp_path, monkeypatch):
-    exp = usergym_exp(tmp_path, monkeypatch, {s: [tau_asking_again(s), tau_asking_again(s)] for s in (4, 5, 6)})
+    exp = usergym_exp(tmp_path, monkeypatch,
+                      {s: [tau_asking_again(s), tau_asking_again(s)] for s in (4, 5, 6)})
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     assert knobs(exp)["user"]["tau"]["facts_per_reply"] == 2

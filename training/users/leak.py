@@ -68,7 +68,10 @@ def leak_rate(step_infos: Iterable[dict]) -> float:
     return leaks / replies if replies else 0.0
 
 
-def stale_replies(turns: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], list[str], list[str]]]:
+Stale = tuple[dict[str, Any], list[str], list[str]]     # (turn, told again, asked and never told)
+
+
+def stale_replies(turns: Iterable[dict[str, Any]]) -> list[Stale]:
     """(turn, facts told again, asked facts never told) for each reply of one episode's turn
     records that disclosed only facts told before in it while the question also asked for one
     never told. Asked "first name, last name and zip code?", the tau user of the H100 runs of
