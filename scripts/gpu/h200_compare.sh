@@ -16,11 +16,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-log=/tmp/h200_compare.log
+# its log, queue and pid (a test points H200_STATE elsewhere)
+state=${H200_STATE:-/tmp}
+log=$state/h200_compare.log
 # anchored at the start of the command line: unanchored, the pattern also matched the device
 # call's own shell whenever its command held those words (2026-12-07: "a comparison is running
 # already" with none running)
-queue_pid=/tmp/h200_compare.queue.pid
+queue_pid=$state/h200_compare.queue.pid
 running() {
   { [ -f "$queue_pid" ] && kill -0 "$(cat "$queue_pid")" 2>/dev/null; } ||
     pgrep -f "^python3 -m orchestrator.cli compare" > /dev/null
@@ -55,7 +57,7 @@ case "${1:-}" in
     [ -d .gpuwork/userrl ] && { rm -rf /tmp/userrl; cp -r .gpuwork/userrl /tmp/userrl; }
     nvidia-smi --query-gpu=name,memory.used --format=csv,noheader 2>/dev/null
     # one `python3 -m orchestrator.cli compare` line per comparison, the arguments quoted
-    runner=/tmp/h200_compare.queue.sh
+    runner=$state/h200_compare.queue.sh
     { echo "cd $(printf '%q' "$PWD")"; line="python3 -m orchestrator.cli compare --device cuda"
       for a in "$@"; do
         if [ "$a" = "--then" ]; then echo "$line"; line="python3 -m orchestrator.cli compare --device cuda"
