@@ -22,7 +22,7 @@ from orchestrator import progress_findings as progress
 from orchestrator.finding import Finding, metric_gym
 from orchestrator.sentences import quote
 from training.novelty import repeated_marks
-from training.users.leak import stale_replies
+from training.users.leak import disclosing_replies, stale_replies
 
 # Thresholds: fractions of the recent episodes or steps that make a finding.
 DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
@@ -417,8 +417,7 @@ def find_stale_disclosures(episodes: list[dict[str, Any]]) -> list[Finding]:
     not the policy, which asked for the right thing."""
     out = []
     for gym, eps in sorted(_by_gym(episodes).items()):
-        disclosing = [t for ep in eps for t in ep.get("turns", [])
-                      if t.get("revealed_facts") and t.get("user_replied", True)]
+        disclosing = disclosing_replies(t for ep in eps for t in ep.get("turns", []))
         stale = [s for ep in eps for s in stale_replies(ep.get("turns", []))]
         if not disclosing or len(stale) < STALE_MIN or len(stale) / len(disclosing) < STALE_FRAC:
             continue

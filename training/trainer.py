@@ -628,8 +628,7 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         # the question asked for a fact never told (training.users.leak.stale_replies): the tau
         # user's name, repeated to "name and zip code?", at 82% of its disclosures (GRPO seed 0 of
         # 2026-12-07, step 24); absent where no reply disclosed anything
-        disclosing = sum(bool(t.get("revealed_facts")) and t.get("user_replied", True)
-                         for t in mine_turns)
+        disclosing = len(leak.disclosing_replies(mine_turns))
         if disclosing:
             stale = sum(len(leak.stale_replies(r["turns"])) for r in mine)
             out[f"stale/{gym}"] = stale / disclosing

@@ -506,16 +506,14 @@ class Planner:
         gym = f.gym
         if gym not in self.gyms:
             return None
-        path = f"user.{gym}.facts_per_reply"
-        new = self.step(path, +1)
-        if new is None:
-            return None
-        return self.vetted([Intervention(
-            f"Ease disclosure in {gym}: {path} {self.value(path)} -> {new}",
-            f"{f.message} The policy asked for the right facts; the user's one fact a reply went "
-            f"to the one it had told, so the same question got the same reply until the turn "
-            f"limit or the reveal budget ended the episode.",
-            f"stale/{gym} falls, then score/{gym} rises.", knobs={path: new})])
+        why = (f"{f.message} The policy asked for the right facts; the user's one fact a reply "
+               f"went to the one it had told, so the same question got the same reply until the "
+               f"turn limit or the reveal budget ended the episode.")
+        # the curriculum's own step of facts_per_reply (a lower match_threshold would not help)
+        expect = f"stale/{gym} falls, then score/{gym} rises."
+        return self.vetted([dataclasses.replace(a, why=why, expect=expect)
+                            for a in remedies.ease_disclosure(self, gym, why)
+                            if f"user.{gym}.facts_per_reply" in a.knobs])
 
     def _stalled_by_user(self, gym: str | None) -> bool:
         return any(x.kind == "stale_disclosure" and x.gym == gym for x in self.findings)

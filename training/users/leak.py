@@ -71,6 +71,11 @@ def leak_rate(step_infos: Iterable[dict]) -> float:
 Stale = tuple[dict[str, Any], list[str], list[str]]     # (turn, told again, asked and never told)
 
 
+def disclosing_replies(turns: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns whose user reply disclosed a fact: what `stale/<gym>` is a share of."""
+    return [t for t in turns if t.get("revealed_facts") and t.get("user_replied", True)]
+
+
 def stale_replies(turns: Iterable[dict[str, Any]]) -> list[Stale]:
     """(turn, facts told again, asked facts never told) for each reply of one episode's turn
     records that disclosed only facts told before in it while the question also asked for one

@@ -226,7 +226,7 @@ class UserGymEnv(TextEnv):
 
     def asked_for(self, message: str, threshold: float) -> set[str]:
         """Ids of the facts `message` asks for (a disclosure outside them is a leak)."""
-        return {f.id for f, _ in match_facts(message, self.task.facts, threshold)}
+        return set(leak.asked(message, self.task.facts, threshold))
 
     def matched(self, text: str, facts: Iterable[Fact] | None = None) -> list[Fact]:
         """Facts a message covers, by the gym's own fixed threshold (scoring, not the user)."""
