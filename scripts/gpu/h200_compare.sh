@@ -72,6 +72,12 @@ case "${1:-}" in
     tail -c 2500 "$log"
     for m in runs/*/run-*/metrics.jsonl; do [ -f "$m" ] && echo "$m: $(wc -l < "$m") steps"; done
     nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
+    # each finished comparison's results.json comes back with every poll, so that a queue cut
+    # short by a lost machine still returns the comparisons that ended (they are what
+    # benchmarks/results/ keeps in git and compare-merge reads)
+    if [ -n "${OUT:-}" ]; then
+      for r in runs/*/results.json; do [ -f "$r" ] && cp "$r" "$OUT/results-$(basename "$(dirname "$r")").json"; done
+    fi
     running && echo "still running" || { echo "ended"; pack; };;
   collect) pack;;
   *) echo "usage: h200_compare.sh start COMPARE-ARGS... | poll [SECONDS] | collect"; exit 2;;

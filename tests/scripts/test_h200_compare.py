@@ -50,3 +50,26 @@ def test_comparisons_joined_by_then_run_in_order_with_their_arguments(tmp_path):
     calls = [c.split("\n") for c in (tmp_path / "calls.txt").read_text().strip().split("\n\n")]
     head = ["-m", "orchestrator.cli", "compare", "--device", "cuda", "--bench", "usergym", "--name"]
     assert calls == [head + ["a", "--set", "note=two words"], head + ["b"]]
+
+
+def test_poll_returns_each_finished_comparisons_results_json(tmp_path):
+    """A queue cut short by a lost machine still returns the comparisons that ended: every poll
+    copies each runs/NAME/results.json into $OUT (they are what compare-merge reads). The script
+    is run from a copy of the tree, so that no runs/ is written into the source tree."""
+    tree = tmp_path / "tree"
+    (tree / "scripts" / "gpu").mkdir(parents=True)
+    script = tree / "scripts" / "gpu" / "h200_compare.sh"
+    script.write_text(SCRIPT.read_text())
+    done = tree / "runs" / "compare-usergym-s0"
+    done.mkdir(parents=True)
+    (done / "results.json").write_text('{"bench": "usergym"}\n')
+    (tree / "runs" / "compare-usergym-s1").mkdir()          # still running: nothing to return
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**_env(tmp_path), "OUT": str(out)}
+    res = subprocess.run(["bash", str(script), "poll", "0"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert (out / "results-compare-usergym-s0.json").read_text() == '{"bench": "usergym"}\n'
+    assert not (out / "results-compare-usergym-s1.json").exists()
+    assert "ended" in res.stdout and (out / "runs.tgz").exists()
