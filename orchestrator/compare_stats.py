@@ -7,8 +7,8 @@ pair of methods, and the per-gym table, from the per-task results each evaluatio
 RESULTS.md gets these sections once for the held-out split (the shipped test tasks) and once for
 the original test files (`--eval-data-dir`), never pooled: they are different task sets. What is
 computed, and why:
-1. `task_rows` keeps each evaluated episode's success, score, agent turns and refused turns
-   by "gym/task_id" (the walled evaluation's episodes.jsonl), so methods can be compared task by
+1. `task_rows` keeps each evaluated episode's success, score, agent turns, refused turns and
+   family (point 5) by "gym/task_id" (the walled evaluation's episodes.jsonl), so methods can be compared task by
    task: task i under evaluation seed s gets the same environment seed whatever the policy
    (training/evaluate.py `task_seed`).
 2. `interval`: the 95% percentile interval of the mean over gyms (the tables' "overall": every gym
@@ -21,6 +21,15 @@ computed, and why:
    noise cancels (the paired design); only the seeds and tasks both methods have count. A
    difference whose interval excludes 0 is "outside the noise".
 4. The resampling generator is seeded (`SEED`), so the same results.json gives the same intervals.
+5. Tasks drawn from one family are resampled together (a cluster bootstrap within each gym):
+   a family is what the tasks share of the environment, so they are not independent draws of
+   the gym. Persuade's tasks are families by their prompt: a prompt names one claim, and every
+   task of that claim draws its hidden reasons from the claim's same five (tables.CLAIMS). The
+   shipped held-out split has 30 persuade tasks over 4 claims; on 2026-12-07, 8 of EAU seed 0's
+   14 persuade successes were one claim, and on UserRL's 42 test tasks (27 claims) EAU was not
+   above PPO there. Resampled as 30 independent tasks, that gym's interval was too narrow.
+   Every other gym's task is its own family (its hidden facts are its own). Rows written before
+   families were recorded count each task as its own.
 """
 from __future__ import annotations
 
@@ -39,6 +48,8 @@ RESAMPLES = 2000
 SEED = 0
 LEVEL = 0.95
 BASELINE = "prompting"  # the untrained model: a gym "learns" under a method that beats it there
+# gyms whose tasks with one prompt are one family (point 5 of the docstring)
+FAMILY_BY_PROMPT = frozenset({"persuade"})
 
 
 def task_rows(episodes_file: Path) -> dict[str, dict[str, float]]:
@@ -53,12 +64,20 @@ def task_rows(episodes_file: Path) -> dict[str, dict[str, float]]:
             continue
         r = json.loads(line)
         turns = r.get("turns") or []
-        rows[f"{r['gym']}/{r['task_id']}"] = {
+        key = f"{r['gym']}/{r['task_id']}"
+        rows[key] = {
             "success": float(bool(r["success"])), "score": float(r["score"]),
             "env_reward": float(sum(t.get("env_reward", 0.0) for t in turns)), "turns": len(turns),
             "refused": sum(1 for t in turns if t.get("invalid_action")),
-            "rejected": sum(1 for t in turns if t.get("rejected"))}
+            "rejected": sum(1 for t in turns if t.get("rejected")),
+            "family": family_of(r["gym"], key, r.get("prompt"))}
     return rows
+
+
+def family_of(gym: str, key: str, prompt: str | None) -> str:
+    """The family a task is resampled with (point 5): its prompt in a gym of FAMILY_BY_PROMPT,
+    else the task itself."""
+    return f"{gym}/prompt:{prompt}" if gym in FAMILY_BY_PROMPT and prompt else key
 
 
 def _with_tasks(seeds: dict[str, dict[str, Any]]) -> list[str]:
@@ -66,8 +85,9 @@ def _with_tasks(seeds: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _cells(seeds: dict[str, dict[str, Any]], seed_keys: list[str], metric: str,
-           gyms: set[str] | None = None) -> dict[str, tuple[list[str], np.ndarray]]:
-    """gym -> (task keys, values (T, S) over `seed_keys`, NaN where a seed lacks the task)."""
+           gyms: set[str] | None = None) -> dict[str, tuple[list[str], np.ndarray, list[str]]]:
+    """gym -> (task keys, values (T, S) over `seed_keys`, NaN where a seed lacks the task, each
+    task's family: point 5, the task itself where no row names one)."""
     keys_of: dict[str, set[str]] = {}
     for s in seed_keys:
         for key in seeds[s]["tasks"]:
@@ -78,12 +98,15 @@ def _cells(seeds: dict[str, dict[str, Any]], seed_keys: list[str], metric: str,
     for gym, keys in sorted(keys_of.items()):
         tasks = sorted(keys)
         x = np.full((len(tasks), len(seed_keys)), np.nan)                  # (T, S)
+        family = {}
         for j, s in enumerate(seed_keys):
             rows = seeds[s]["tasks"]
             for i, key in enumerate(tasks):
                 if key in rows and metric in rows[key]:
                     x[i, j] = float(rows[key][metric])
-        out[gym] = (tasks, x)
+                if key in rows and rows[key].get("family"):
+                    family.setdefault(key, str(rows[key]["family"]))
+        out[gym] = (tasks, x, [family.get(k, k) for k in tasks])
     return out
 
 
@@ -93,23 +116,36 @@ def _nanmean(x: np.ndarray, axis=None):
         return np.nanmean(x, axis=axis)
 
 
-def _resampled_means(cells: dict[str, np.ndarray], resamples: int, seed: int) -> np.ndarray:
+def _resampled_means(cells: dict[str, tuple[np.ndarray, list[str]]], resamples: int,
+                     seed: int) -> np.ndarray:
     """(resamples,) the mean over gyms of the mean over cells, seeds drawn once per resample for
-    every gym (a seed is one run, which played every gym) and tasks drawn within each gym."""
+    every gym (a seed is one run, which played every gym) and, within each gym, families of tasks
+    drawn with all their tasks (point 5; a family of one task is the plain task bootstrap, and the
+    same draws)."""
     rng = np.random.default_rng(seed)
-    n_seeds = next(iter(cells.values())).shape[1]
+    n_seeds = next(iter(cells.values()))[0].shape[1]
     si = rng.integers(0, n_seeds, size=(resamples, n_seeds))              # (B, S)
     total = np.zeros(resamples)
     for gym in sorted(cells):
-        x = cells[gym]                                                      # (T, S)
-        ti = rng.integers(0, x.shape[0], size=(resamples, x.shape[0]))     # (B, T)
-        picked = x[ti[:, :, None], si[:, None, :]]                          # (B, T, S)
-        total += _nanmean(picked.reshape(resamples, -1), axis=1)
+        x, family = cells[gym]                                              # (T, S), (T,)
+        names = sorted(set(family), key=family.index)
+        index = np.array([names.index(f) for f in family])
+        ok = ~np.isnan(x)
+        sums = np.zeros((len(names), n_seeds))                              # (F, S)
+        counts = np.zeros((len(names), n_seeds))
+        np.add.at(sums, index, np.where(ok, x, 0.0))
+        np.add.at(counts, index, ok.astype(float))
+        fi = rng.integers(0, len(names), size=(resamples, len(names)))     # (B, F)
+        picked_sums = sums[fi[:, :, None], si[:, None, :]].sum(axis=(1, 2))
+        picked_counts = counts[fi[:, :, None], si[:, None, :]].sum(axis=(1, 2))
+        with np.errstate(invalid="ignore", divide="ignore"):                # all missing: NaN
+            total += np.where(picked_counts > 0, picked_sums / np.maximum(picked_counts, 1), np.nan)
     return total / len(cells)
 
 
-def _summary(cells: dict[str, np.ndarray], resamples: int, seed: int) -> dict[str, float]:
-    point = float(np.mean([_nanmean(x) for x in cells.values()]))
+def _summary(cells: dict[str, tuple[np.ndarray, list[str]]], resamples: int,
+             seed: int) -> dict[str, float]:
+    point = float(np.mean([_nanmean(x) for x, _ in cells.values()]))
     boot = _resampled_means(cells, resamples, seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -125,8 +161,9 @@ def interval(seeds: dict[str, dict[str, Any]], metric: str, gyms: set[str] | Non
     cells = _cells(seeds, keys, metric, gyms) if keys else {}
     if not cells:
         return None
-    return {**_summary({g: x for g, (_, x) in cells.items()}, resamples, seed),
-            "tasks": sum(len(t) for t, _ in cells.values()), "seeds": len(keys)}
+    return {**_summary({g: (x, fam) for g, (_, x, fam) in cells.items()}, resamples, seed),
+            "tasks": sum(len(t) for t, _, _ in cells.values()),
+            "families": sum(len(set(fam)) for _, _, fam in cells.values()), "seeds": len(keys)}
 
 
 def paired_difference(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]], metric: str,
@@ -140,13 +177,13 @@ def paired_difference(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]
     ca, cb = _cells(a, keys, metric, gyms), _cells(b, keys, metric, gyms)
     diff, base = {}, {}
     for gym in sorted(set(ca) & set(cb)):
-        (ta, xa), (tb, xb) = ca[gym], cb[gym]
+        (ta, xa, fa), (tb, xb, _) = ca[gym], cb[gym]
         common = sorted(set(ta) & set(tb))
         if common:
             at_a, at_b = {t: i for i, t in enumerate(ta)}, {t: i for i, t in enumerate(tb)}
             ia, ib = [at_a[t] for t in common], [at_b[t] for t in common]
             d = xa[ia] - xb[ib]                                             # (T, S), NaN if either lacks it
-            diff[gym] = d
+            diff[gym] = (d, [fa[i] for i in ia])
             base[gym] = np.where(np.isnan(d), np.nan, xb[ib])
     if not diff:
         return None
@@ -154,7 +191,8 @@ def paired_difference(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]
     b_mean = float(np.mean([_nanmean(x) for x in base.values()]))
     return {"diff": out["mean"], "lo": out["lo"], "hi": out["hi"],
             "relative": out["mean"] / b_mean if b_mean else None, "base": b_mean,
-            "tasks": sum(x.shape[0] for x in diff.values()), "seeds": len(keys)}
+            "tasks": sum(x.shape[0] for x, _ in diff.values()),
+            "families": sum(len(set(fam)) for _, fam in diff.values()), "seeds": len(keys)}
 
 
 def _wear(seeds: dict[str, dict[str, Any]], gym: str) -> dict[str, float | None]:
@@ -250,6 +288,15 @@ def _verdict(a: str, b: str, d: dict[str, Any] | None) -> str:
     return "within the noise (the interval holds 0)"
 
 
+def _size(d: dict[str, Any] | None) -> str:
+    """"tasks x seeds", with the families resampled where they are fewer than the tasks."""
+    if not d:
+        return "-"
+    fam = d.get("families")
+    return (f"{d['tasks']} ({fam} families) x {d['seeds']}" if fam and fam < d["tasks"]
+            else f"{d['tasks']} x {d['seeds']}")
+
+
 def _relative(d: dict[str, Any] | None) -> str:
     return "-" if not d or d.get("relative") is None else f"{d['relative']:+.0%}"
 
@@ -262,7 +309,7 @@ def _pair_lines(stats: dict[str, Any]) -> list[str]:
              "| --- | --- | ---: | --- | ---: |"]
     for p in stats["pairs"]:
         d = p["success"] or p["score"]
-        size = f"{d['tasks']} x {d['seeds']}" if d else "-"
+        size = _size(d)
         lines.append(f"| {p['a']} − {p['b']} | {_ci(p['success'], 'diff', True)} | "
                      f"{_relative(p['success'])} | {_ci(p['score'], 'diff', True)} | {size} |")
     lines += ["", "In words:", ""]
@@ -346,10 +393,12 @@ def render_set(stats: dict[str, Any] | None, title: str, held_out: list[str],
                         "no intervals.", ""]
     lines += [f"Bootstrap {stats['level']:.0%} intervals ({stats['resamples']:,} resamples of the "
               f"seeds and of the tasks within each gym, generator seed {stats['seed']}) of the mean "
-              f"over gyms, every gym weighing the same as in the overall rows.", "",
+              f"over gyms, every gym weighing the same as in the overall rows. Tasks of one family "
+              f"are drawn together (persuade's tasks of one claim); the size column gives the "
+              f"families where they are fewer than the tasks.", "",
               "| method | success [95%] | score [95%] | tasks x seeds |", "| --- | --- | --- | ---: |"]
     for m, s in stats["methods"].items():
-        size = f"{s['success']['tasks']} x {s['success']['seeds']}" if s["success"] else "-"
+        size = _size(s["success"])
         lines.append(f"| {m} | {_ci(s['success'])} | {_ci(s['score'])} | {size} |")
     lines.append("")
     if stats["pairs"]:

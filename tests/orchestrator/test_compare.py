@@ -294,7 +294,8 @@ def test_collect_keeps_the_held_out_split_and_the_original_files_apart(tmp_path)
     results = collect(spec, jobs, started)
     held, files = results["methods"]["ppo"]["seeds"]["0"], results["data_files"]["methods"]["ppo"]["seeds"]["0"]
     assert held["tasks"] == {"travel/shipped-t0": {"success": 1.0, "score": 1.0, "env_reward": 0.0,
-                                                    "turns": 1, "refused": 0, "rejected": 0}}
+                                                    "turns": 1, "refused": 0, "rejected": 0,
+                                                    "family": "travel/shipped-t0"}}
     assert list(files["tasks"]) == [f"travel/{folder}-t0"] and files["per_gym"]["travel"]["success"] == 0.0
     assert held["protocol"]["data"] == "shipped" and files["protocol"]["data"] == folder
     assert results["data_files"]["folder"] == folder and results["data"] == "shipped"

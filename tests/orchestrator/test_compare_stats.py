@@ -109,9 +109,9 @@ def test_task_rows_keep_each_episodes_outcome_turns_and_refusals(tmp_path):
         {"gym": "turtle", "task_id": "a", "success": False, "score": 0.0, "turns": []}]) + "\n")
     assert cs.task_rows(episodes) == {
         "travel/a": {"success": 1.0, "score": 0.75, "env_reward": 1.75, "turns": 4, "refused": 1,
-                     "rejected": 1},
+                     "rejected": 1, "family": "travel/a"},
         "turtle/a": {"success": 0.0, "score": 0.0, "env_reward": 0.0, "turns": 0, "refused": 0,
-                     "rejected": 0}}
+                     "rejected": 0, "family": "turtle/a"}}
 
 
 def _learning_results():
@@ -198,3 +198,48 @@ def test_a_group_names_only_the_gyms_its_evaluations_ran():
                                        "other": ["tau"]})
     assert stats["groups"]["trained"]["gyms"] == ["turtle"]
     assert set(stats["groups"]) == {"trained", "held_out"}
+
+
+def test_persuade_tasks_of_one_claim_are_one_family(tmp_path):
+    """Persuade's tasks with one prompt (one claim) are one family; other gyms' tasks are their
+    own, whatever their prompt (function's 30 held-out tasks share one prompt)."""
+    episodes = tmp_path / "episodes.jsonl"
+    rows = [{"gym": "persuade", "task_id": f"p{i}", "success": False, "score": 0.0, "turns": [],
+             "prompt": "Persuade me: " + ("coding" if i < 2 else "museums")} for i in range(3)]
+    rows += [{"gym": "function", "task_id": f"f{i}", "success": False, "score": 0.0, "turns": [],
+              "prompt": "Guess the function."} for i in range(2)]
+    episodes.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    fam = {k: r["family"] for k, r in cs.task_rows(episodes).items()}
+    assert fam["persuade/p0"] == fam["persuade/p1"] != fam["persuade/p2"]
+    assert fam["function/f0"] == "function/f0" and fam["function/f1"] == "function/f1"
+
+
+def _family_seeds(families: list[str], outcomes: list[list[int]]):
+    """Seeds of one gym's tasks t0.. with the given families, success per seed and task."""
+    return _seeds([{"tasks": {f"persuade/t{i}": {"success": float(v), "score": float(v),
+                                                "family": families[i]}
+                              for i, v in enumerate(per_task)}} for per_task in outcomes])
+
+
+def test_tasks_of_one_family_are_resampled_together():
+    """30 tasks over 4 claims (the shipped held-out persuade split), all successes on one claim:
+    drawn by claim, the interval is wider than drawn by task, and its point is the same. Rows
+    without families (older results.json) keep the task bootstrap exactly."""
+    claims = [f"c{i % 4}" for i in range(30)]
+    outcome = [[1 if c == "c0" else 0 for c in claims]] * 2
+    by_claim = cs.interval(_family_seeds(claims, outcome), "success")
+    by_task = cs.interval(_family_seeds([f"t{i}" for i in range(30)], outcome), "success")
+    old = _family_seeds([f"t{i}" for i in range(30)], outcome)
+    for s in old.values():
+        for r in s["tasks"].values():
+            del r["family"]
+    assert by_claim["mean"] == by_task["mean"] == pytest.approx(8 / 30)
+    assert by_claim["families"] == 4 and by_task["families"] == 30 and by_claim["tasks"] == 30
+    assert by_claim["hi"] - by_claim["lo"] > 2 * (by_task["hi"] - by_task["lo"])
+    assert cs.interval(old, "success") == by_task
+    # one claim lifted in a paired difference: outside the noise by task, inside it by claim
+    zero = [[0] * 30] * 2
+    by_claim_d = cs.paired_difference(_family_seeds(claims, outcome), _family_seeds(claims, zero), "success")
+    tasks = [f"t{i}" for i in range(30)]
+    by_task_d = cs.paired_difference(_family_seeds(tasks, outcome), _family_seeds(tasks, zero), "success")
+    assert by_task_d["lo"] > 0 and by_claim_d["lo"] <= 0 < by_claim_d["hi"]
