@@ -159,3 +159,20 @@ def test_a_file_without_its_settings_is_checked_for_what_it_has(tmp_path, capsys
     raw["trained_gyms"] = ["travel"]
     old.write_text(json.dumps(raw))
     assert _merge(tmp_path, capsys, old, a)[0] == 0
+
+
+def test_the_committed_results_merge_with_persuades_claims_as_families(tmp_path, capsys):
+    """benchmarks/results/ keeps every GPU comparison's results.json in git so that later seeds
+    merge with them (the run folders were lost with a checkout twice); they must stay readable
+    by the current compare-merge, and the held-out split's persuade tasks are 4 claims."""
+    from pathlib import Path
+    files = sorted((Path(__file__).resolve().parents[2] / "benchmarks" / "results").glob("*.json"))
+    assert files, "benchmarks/results/ holds no results.json"
+    rc, io = _merge(tmp_path, capsys, *files)
+    assert rc == 0, io.err
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text())
+    held = merged["stats"]["gyms"]["persuade"]["eau"]["success"]
+    assert (held["tasks"], held["families"]) == (30, 4)
+    pair = next(p for p in merged["stats"]["pairs"] if (p["a"], p["b"]) == ("eau", "ppo"))
+    assert pair["success"]["families"] < pair["success"]["tasks"] == 210
+    assert "families) x" in (tmp_path / "merged" / "RESULTS.md").read_text()
