@@ -23,11 +23,13 @@ computed, and why:
 4. The resampling generator is seeded (`SEED`), so the same results.json gives the same intervals.
 5. Tasks drawn from one family are resampled together (a cluster bootstrap within each gym):
    a family is what the tasks share of the environment, so they are not independent draws of
-   the gym. Persuade's tasks are families by their prompt: a prompt names one claim, and every
-   task of that claim draws its hidden reasons from the claim's same five (tables.CLAIMS). The
-   shipped held-out split has 30 persuade tasks over 4 claims; on 2026-12-07, 8 of EAU seed 0's
-   14 persuade successes were one claim, and on UserRL's 42 test tasks (27 claims) EAU was not
-   above PPO there. Resampled as 30 independent tasks, that gym's interval was too narrow.
+   the gym. Persuade's tasks are families by their prompt, which names one claim. In the
+   shipped split every task of a claim draws its hidden reasons from the claim's same five
+   (tables.CLAIMS): 30 held-out tasks over 4 claims, and on 2026-12-07 8 of EAU seed 0's 14
+   persuade successes were one claim, while on UserRL's 42 test tasks (27 claims) EAU was not
+   above PPO. Resampled as 30 independent tasks, that gym's interval was too narrow. In UserRL's
+   files the tasks of one claim have reasons of their own but one prompt, so the policy opens
+   them alike; drawing them together there is the cautious side (15 of 249 tasks).
    Every other gym's task is its own family (its hidden facts are its own). Rows written before
    families were recorded count each task as its own.
 """
