@@ -29,7 +29,7 @@ computed, and why:
    persuade successes were one claim, while on UserRL's 42 test tasks (27 claims) EAU was not
    above PPO. Resampled as 30 independent tasks, that gym's interval was too narrow. In UserRL's
    files the tasks of one claim have reasons of their own but one prompt, so the policy opens
-   them alike; drawing them together there is the cautious side (15 of 249 tasks).
+   them alike; drawing them together there is the cautious side (249 tasks, 234 families).
    Every other gym's task is its own family (its hidden facts are its own). Rows written before
    families were recorded count each task as its own.
 """
