@@ -8,9 +8,9 @@ RESULTS.md gets these sections once for the held-out split (the shipped test tas
 the original test files (`--eval-data-dir`), never pooled: they are different task sets. What is
 computed, and why:
 1. `task_rows` keeps each evaluated episode's success, score, agent turns, refused turns and
-   family (point 5) by "gym/task_id" (the walled evaluation's episodes.jsonl), so methods can be compared task by
-   task: task i under evaluation seed s gets the same environment seed whatever the policy
-   (training/evaluate.py `task_seed`).
+   family (point 5) by "gym/task_id" (the walled evaluation's episodes.jsonl), so methods can be
+   compared task by task: task i under evaluation seed s gets the same environment seed whatever
+   the policy (training/evaluate.py `task_seed`).
 2. `interval`: the 95% percentile interval of the mean over gyms (the tables' "overall": every gym
    weighs the same) under a two-way bootstrap that resamples seeds (each one training run and its
    evaluation) and, within each gym, tasks, both with replacement: Owen's pigeonhole bootstrap
@@ -130,8 +130,8 @@ def _resampled_means(cells: dict[str, tuple[np.ndarray, list[str]]], resamples: 
     total = np.zeros(resamples)
     for gym in sorted(cells):
         x, family = cells[gym]                                              # (T, S), (T,)
-        names = sorted(set(family), key=family.index)
-        index = np.array([names.index(f) for f in family])
+        names = {f: i for i, f in enumerate(dict.fromkeys(family))}       # first-seen order
+        index = np.array([names[f] for f in family])
         ok = ~np.isnan(x)
         sums = np.zeros((len(names), n_seeds))                              # (F, S)
         counts = np.zeros((len(names), n_seeds))
