@@ -292,6 +292,7 @@ class EvalSpec:
     prompting: str = "plain"         # plain | react | reflexion (training/prompting.py: Table 1's
                                      # prompting baselines)
     attempts: int = 3                # reflexion: tries per task, stopping at the first success
+    gyms: tuple[str, ...] | None = None  # evaluate only these of the bench's gyms (a deviation)
 
 
 def apply_overrides(protocol: dict[str, Any], spec: EvalSpec) -> dict[str, Any]:
@@ -562,6 +563,8 @@ def eval_id(spec: EvalSpec, run: str | None, step: int | None, model: str | None
     tail = f"-first{spec.episodes}" if spec.episodes else ""
     tail += f"-turns{spec.max_turns}" if spec.max_turns is not None else ""
     tail += f"-tokens{spec.max_new_tokens}" if spec.max_new_tokens is not None else ""
+    # some gyms' results never overwrite the whole bench's
+    tail += "-gyms-" + "-".join(sorted(spec.gyms)) if spec.gyms else ""
     # another count of worked examples never overwrites the default's results (the shipped 1)
     tail += f"-demos{spec.demonstrations}" if spec.demonstrations not in (None, 1) else ""
     # another prompting method's results sit beside the plain ones
@@ -596,17 +599,27 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
     protocol = dict(bench.eval_protocol)
     split = spec.split or protocol.get("split", "test")
     proto_gyms = protocol.get("gyms")
+    known = tuple(proto_gyms or getattr(bench, "gyms", ()) or ())
+    if spec.gyms:
+        unknown = sorted(set(spec.gyms) - set(known)) if known else []
+        if unknown:
+            raise EvalError(f"no gym {', '.join(unknown)} in bench {spec.bench}: its gyms are "
+                            f"{', '.join(known)}.")
+    asked = list(spec.gyms) if spec.gyms else (list(proto_gyms) if proto_gyms else None)
     try:
-        loaded = load_bench_tasks(bench, split, list(proto_gyms) if proto_gyms else None,
-                                  spec.data_dir, strict=False)
+        loaded = load_bench_tasks(bench, split, asked, spec.data_dir, strict=False)
     except TaskDataError as exc:
         raise EvalError(str(exc)) from None
     # original files that lack what a gym needs (UserRL ships no TravelGym option database):
     # those tasks are left out and the summary says so, as a deviation from the protocol
     skipped = {g: {"tasks": n, "why": why} for g, (n, why) in unrunnable(loaded).items()}
     skipped.update({g: {"tasks": 0, "why": "the data folder holds no such tasks"}
-                    for g in (proto_gyms or ()) if not any(t.gym == g for t in loaded)})
-    tasks = [t for t in loaded if t.data.get("runnable", True) is not False]
+                    for g in (asked or ()) if not any(t.gym == g for t in loaded)})
+    if spec.gyms:                      # `--gyms`: the others are left out by the command
+        skipped.update({g: {"tasks": None, "why": "not asked for (--gyms)"}
+                        for g in known if g not in spec.gyms})
+    tasks = [t for t in loaded if t.data.get("runnable", True) is not False
+             and (not spec.gyms or t.gym in spec.gyms)]
     if not tasks:
         raise EvalError(f"bench {spec.bench} has no tasks in split {split!r}.")
     all_tasks = len(tasks)
@@ -647,7 +660,7 @@ def evaluate(spec: EvalSpec, out_root: Path, *, checkpoint: Path | None = None,
                "data": str(Path(spec.data_dir).expanduser().resolve()) if spec.data_dir else "shipped",
                "deviations": deviations(protocol, spec, all_tasks, len(tasks))
                + demonstration_deviation(protocol, shown) + (
-                   [{"setting": "gyms", "protocol": list(proto_gyms or gyms),
+                   [{"setting": "gyms", "protocol": list(proto_gyms or known or gyms),
                      "used": list(gyms), "left_out": skipped}] if skipped else []),
                # worked examples the policy saw before each task, per gym (the paper's: none)
                "demonstrations": shown,
@@ -730,6 +743,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prompting", default="plain", choices=("plain", "react", "reflexion"),
                    help="prompting method (training/prompting.py; default plain)")
     p.add_argument("--attempts", type=int, default=3, help="reflexion: tries per task (default 3)")
+    p.add_argument("--gyms", default=None,
+                   help="comma-separated gyms to evaluate (default: the protocol's; a deviation)")
     p.add_argument("--out-root", required=True, help="the experiment's eval/ folder")
     p.add_argument("--checkpoint", default=None)
     p.add_argument("--run", default=None)
@@ -755,7 +770,8 @@ def main(argv: list[str] | None = None) -> int:
                     batch_size=a.batch_size, device=a.device, user_llm=a.user_llm,
                     max_turns=a.max_turns, max_new_tokens=a.max_new_tokens, data_dir=a.data_dir,
                     user_url=a.user_url, user_model=a.user_model, user_key_env=a.user_key_env,
-                    demonstrations=a.demonstrations, prompting=a.prompting, attempts=a.attempts)
+                    demonstrations=a.demonstrations, prompting=a.prompting, attempts=a.attempts,
+                    gyms=tuple(g.strip() for g in a.gyms.split(",") if g.strip()) if a.gyms else None)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _interrupted)
     sys.unraisablehook = _quiet_unraisable(sys.unraisablehook)

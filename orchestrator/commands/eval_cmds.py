@@ -78,6 +78,9 @@ def register(subparsers) -> None:
     p.add_argument("--demonstrations", type=int, default=None, metavar="N",
                    help="worked examples shown before each task (default: the shipped 1, which "
                         "the summary records as a deviation; 0 is the paper's protocol)")
+    p.add_argument("--gyms", default=None, metavar="G1,G2",
+                   help="evaluate only these gyms of the bench (default: all the protocol's; "
+                        "fewer is a deviation, recorded in the summary)")
     p.add_argument("--seed", type=int, default=0, help="seed of the evaluation (default: 0)")
     p.add_argument("--model", default=None,
                    help="evaluate an untrained model instead of a checkpoint: 'default' (the "
@@ -229,6 +232,8 @@ def eval_command(t: EvalTarget, bench: str, args) -> list[str]:
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     if getattr(args, "prompting", "plain") != "plain":
         cmd += ["--prompting", args.prompting]
+    if getattr(args, "gyms", None):
+        cmd += ["--gyms", args.gyms]
     for flag in ("user_url", "user_model", "user_key_env"):
         if getattr(args, flag, None):
             cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]

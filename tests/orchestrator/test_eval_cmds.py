@@ -21,15 +21,17 @@ BENCH = "tests.training.fake_eval_bench:BENCH"
 def test_batch_size_and_quicker_settings_reach_the_evaluation(tmp_path):
     args = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
                                           "--batch-size", "4", "--max-turns", "3",
-                                          "--max-new-tokens", "64", "--episodes", "1"])
+                                          "--max-new-tokens", "64", "--episodes", "1",
+                                          "--gyms", "tau"])
     t = eval_cmds.resolve_target(None, "default", str(tmp_path))
     cmd = eval_cmds.eval_command(t, "usergym", args)
     for flag, value in (("--batch-size", "4"), ("--max-turns", "3"), ("--max-new-tokens", "64"),
-                        ("--episodes", "1")):
+                        ("--episodes", "1"), ("--gyms", "tau")):
         assert cmd[cmd.index(flag) + 1] == value
     plain = eval_cmds.eval_command(t, "usergym", cli.build_parser().parse_args(
         ["eval", "--model", "default", "--bench", "usergym"]))
-    assert not {"--batch-size", "--max-turns", "--max-new-tokens", "--episodes", "--data-dir"} & set(plain)
+    assert not {"--batch-size", "--max-turns", "--max-new-tokens", "--episodes", "--data-dir",
+                "--gyms"} & set(plain)
     # a data folder reaches the evaluation as an absolute path (the child runs from the project)
     data = cli.build_parser().parse_args(["eval", "--model", "default", "--bench", "usergym",
                                           "--data-dir", str(tmp_path / "userrl")])

@@ -125,3 +125,13 @@ def make_never_solved_env(task: Task, snapshot, *, seed: int, llm=None) -> TextE
 
 
 NEVER_SOLVED = SimpleNamespace(**{**vars(BENCH), "make_env": make_never_solved_env})
+
+
+def two_gym_tasks(split: str, gyms=None, data_dir=None) -> list[Task]:
+    """The travel tasks, and the same again under turtle's name: `eval --gyms` picks among them."""
+    tasks = load_tasks(split) + [Task(id=t.id, gym="turtle", split=t.split, prompt=t.prompt,
+                                      facts=t.facts) for t in load_tasks(split)]
+    return [t for t in tasks if gyms is None or t.gym in gyms]
+
+
+TWO_GYMS = SimpleNamespace(**{**vars(BENCH), "gyms": ("travel", "turtle"), "load_tasks": two_gym_tasks})

@@ -235,3 +235,21 @@ def test_a_batch_the_host_cannot_hold_ends_the_evaluation_in_one_sentence(ckpt, 
                         r"once \(a smaller batch size\)\.", last), last
     assert "Traceback" not in out.stderr
     assert not list(tmp_path.rglob("summary.json"))
+
+
+def test_some_gyms_alone_are_a_deviation_kept_apart(ckpt, tmp_path):
+    """`eval --gyms travel` on a bench of travel and turtle: only travel's tasks run, the summary
+    records the gyms left out as a deviation, and the folder never overwrites the whole bench's
+    results; a gym the bench lacks is refused in one sentence before any model loads."""
+    two = "tests.training.fake_eval_bench:TWO_GYMS"
+    spec = ev.EvalSpec(bench=two, episodes=2, batch_size=2, device="cpu", gyms=("travel",))
+    folder = ev.evaluate(spec, tmp_path, checkpoint=ckpt, run="run-001", step=2, show_progress=False)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert list(summary["per_gym"]) == ["travel"] and folder.name.endswith("-first2-gyms-travel")
+    gyms = next(d for d in summary["deviations"] if d["setting"] == "gyms")
+    assert gyms["protocol"] == ["travel", "turtle"] and gyms["used"] == ["travel"]
+    assert gyms["left_out"] == {"turtle": {"tasks": None, "why": "not asked for (--gyms)"}}
+    with pytest.raises(ev.EvalError, match=r"^no gym tau in bench .*: its gyms are travel, turtle\.$"):
+        ev.evaluate(ev.EvalSpec(bench=two, device="cpu", gyms=("tau",)), tmp_path / "x",
+                    checkpoint=ckpt, run="run-001", step=2, show_progress=False)
+    assert not (tmp_path / "x").exists()
