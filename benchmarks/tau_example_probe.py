@@ -1,0 +1,125 @@
+"""Which worked example leads the untrained policy to identify TauGym's user: the shipped one, or
+the built-in agent's step example (orchestrator/agents/remedies.py `_TAU_IDENTIFY`), each shown
+first, with the symbolic user telling `--facts-per-reply` facts a reply.
+
+    python benchmarks/tau_example_probe.py                      # CPU: about 7 min a variant
+    python benchmarks/tau_example_probe.py --variants shipped,step --episodes 30 --device cuda
+
+Why: in the H100 run of 2026-12-07 no tau episode of PPO or EAU ever called
+find_user_id_by_name_zip (`took/tau/identify` 0 at all 24 steps). The shipped example stops at
+"[search] tools", and the agent's step example of that day was taken back after one window
+without effect. The walled evaluation reads only the project's own workspace, so each variant
+runs in a copy of the project's tracked files whose workspace is edited. Nothing is written
+into the source tree. Then `orchestrator eval --model default --gyms tau` runs on the held-out
+tau tasks.
+
+It prints per variant the episodes that asked for the zip code, that were told it, that wrote
+an "[answer] {...}" tool call, that named find_user_id_by_name_zip in one, and that identified
+the user (training/steps.py: a call that found the user, what `took/tau/identify` counts).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+VARIANTS = ("shipped", "step")
+
+
+def project_copy(dest: Path) -> Path:
+    """The project's tracked files as they are in the working tree, copied to dest."""
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True,
+                           text=True).stdout.split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def edit_workspace(copy: Path, variant: str, facts_per_reply: int) -> None:
+    from orchestrator.agents import remedies
+
+    knobs_file = copy / "workspace" / "knobs.json"
+    knobs = json.loads(knobs_file.read_text())
+    knobs["user"]["tau"]["facts_per_reply"] = facts_per_reply
+    knobs_file.write_text(json.dumps(knobs, indent=2) + "\n")
+    if variant == "step":          # as the built-in agent puts it: first among tau's examples
+        demos_file = copy / "workspace" / "demonstrations" / "usergym.json"
+        demos = json.loads(demos_file.read_text())
+        remedies.step_example_first(demos, "tau", "identify", 1)
+        demos_file.write_text(json.dumps(demos, indent=2, ensure_ascii=False) + "\n")
+
+
+def counts(episodes_file: Path) -> dict[str, int]:
+    from training import steps
+
+    eps = [json.loads(line) for line in episodes_file.read_text().splitlines() if line.strip()]
+
+    def any_turn(ep, pred):
+        return any(pred(t) for t in ep.get("turns") or [])
+
+    agent = lambda t: (t.get("agent") or "").strip()          # noqa: E731
+    return {
+        "episodes": len(eps),
+        "asked zip": sum(any_turn(e, lambda t: "zip" in agent(t).lower()) for e in eps),
+        "told zip": sum(any_turn(e, lambda t: "zip code is" in (t.get("user") or "").lower())
+                        for e in eps),
+        "tool call": sum(any_turn(e, lambda t: agent(t).startswith("[answer] {")) for e in eps),
+        "named find_user_id": sum(any_turn(e, lambda t: agent(t).startswith("[answer]") and
+                                           "find_user_id_by_name_zip" in agent(t)) for e in eps),
+        "identified": sum("identify" in steps.taken("tau", e.get("turns") or []) for e in eps),
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help=f"comma-separated, of {', '.join(VARIANTS)} (default: both)")
+    p.add_argument("--facts-per-reply", type=int, default=2)
+    p.add_argument("--episodes", type=int, default=30, help="tau tasks (the split has 30)")
+    p.add_argument("--max-turns", type=int, default=8)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", default=None, help="also write the counts as JSON here")
+    a = p.parse_args()
+    variants = [v.strip() for v in a.variants.split(",") if v.strip()]
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        p.error(f"no variant {', '.join(bad)}: give {' or '.join(VARIANTS)}")
+    rows = {}
+    with tempfile.TemporaryDirectory(prefix="tau-probe-") as tmp:
+        for v in variants:
+            copy = project_copy(Path(tmp) / v)
+            edit_workspace(copy, v, a.facts_per_reply)
+            cmd = [sys.executable, "-m", "orchestrator.cli", "eval", "--model", "default",
+                   "--bench", "usergym", "--gyms", "tau", "--episodes", str(a.episodes),
+                   "--max-turns", str(a.max_turns), "--max-new-tokens", str(a.max_new_tokens),
+                   "--batch-size", str(a.episodes), "--seed", str(a.seed), "--device", a.device]
+            env = {**os.environ, "PYTHONPATH": str(copy)}
+            print(f"{v}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+            subprocess.run(cmd, cwd=copy, env=env, check=True)
+            found = sorted((copy / "runs").glob("*/eval/*/episodes.jsonl"))
+            rows[v] = counts(found[-1])
+    keys = list(next(iter(rows.values())))
+    print("| variant | " + " | ".join(keys) + " |")
+    print("| --- | " + " | ".join("---:" for _ in keys) + " |")
+    for v, r in rows.items():
+        print(f"| {v} | " + " | ".join(str(r[k]) for k in keys) + " |")
+    if a.out:
+        Path(a.out).write_text(json.dumps({"args": vars(a), "counts": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
