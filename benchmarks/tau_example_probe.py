@@ -35,9 +35,17 @@ VARIANTS = ("shipped", "step")
 
 
 def project_copy(dest: Path) -> Path:
-    """The project's tracked files as they are in the working tree, copied to dest."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True,
-                           text=True).stdout.split("\0")
+    """The project's tracked files as they are in the working tree, copied to dest (without git,
+    as on the lent GPU machine, whose copy of the tree has no .git: every file but hidden
+    folders, runs/ and caches)."""
+    try:
+        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                               check=True, text=True).stdout.split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        skip = {"runs", "__pycache__"}
+        files = [str(f.relative_to(ROOT)) for f in ROOT.rglob("*")
+                 if not any(part.startswith(".") or part in skip
+                            for part in f.relative_to(ROOT).parts)]
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -106,7 +114,8 @@ def main() -> int:
                    "--bench", "usergym", "--gyms", "tau", "--episodes", str(a.episodes),
                    "--max-turns", str(a.max_turns), "--max-new-tokens", str(a.max_new_tokens),
                    "--batch-size", str(a.episodes), "--seed", str(a.seed), "--device", a.device]
-            env = {**os.environ, "PYTHONPATH": str(copy)}
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(copy), os.environ.get("PYTHONPATH", "")]))}
             print(f"{v}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
             subprocess.run(cmd, cwd=copy, env=env, check=True)
             found = sorted((copy / "runs").glob("*/eval/*/episodes.jsonl"))
