@@ -13,9 +13,10 @@ runs in a copy of the project's tracked files whose workspace is edited. Nothing
 into the source tree. Then `orchestrator eval --model default --gyms tau` runs on the held-out
 tau tasks.
 
-It prints per variant the episodes that asked for the zip code, that were told it, that wrote
-an "[answer] {...}" tool call, that named find_user_id_by_name_zip in one, and that identified
-the user (training/steps.py: a call that found the user, what `took/tau/identify` counts).
+It prints per variant the episodes that asked for the zip code (an `[action]` naming it), that
+were told it, that wrote an "[answer] {...}" tool call, that named find_user_id_by_name_zip in
+one, and that identified the user (training/steps.py: a call that found the user, what
+`took/tau/identify` counts).
 """
 from __future__ import annotations
 
@@ -79,7 +80,9 @@ def counts(episodes_file: Path) -> dict[str, int]:
     agent = lambda t: (t.get("agent") or "").strip()          # noqa: E731
     return {
         "episodes": len(eps),
-        "asked zip": sum(any_turn(e, lambda t: "zip" in agent(t).lower()) for e in eps),
+        # a question to the user that names the zip code (a tool call's "zip" argument is not one)
+        "asked zip": sum(any_turn(e, lambda t: agent(t).startswith("[action]")
+                                  and "zip" in agent(t).lower()) for e in eps),
         "told zip": sum(any_turn(e, lambda t: "zip code is" in (t.get("user") or "").lower())
                         for e in eps),
         "tool call": sum(any_turn(e, lambda t: agent(t).startswith("[answer] {")) for e in eps),

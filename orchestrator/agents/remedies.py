@@ -75,26 +75,28 @@ _TRAVEL_SEARCH_FIRST = {"id": "eau-travel-car-porto-search-first", "messages": [
 _TAU_TOOLS = (
     '[{"name": "find_user_id_by_name_zip", "arguments": ["first_name", "last_name", "zip"], '
     '"description": "Find a user id from first name, last name and zip code."}, '
-    '{"name": "get_user_details", "arguments": ["user_id"], "description": "List a user\'s orders."}, '
+    '{"name": "get_user_details", "arguments": ["user_id"], '
+    '"description": "List a user\'s orders."}, '
     '{"name": "get_order_details", "arguments": ["order_id"], "description": "Status and items of '
     'an order."}, {"name": "cancel_pending_order", "arguments": ["order_id", "reason"], '
     '"description": "Cancel a pending order; reason is \'no longer needed\' or \'ordered by '
     'mistake\'."}, {"name": "return_delivered_order_items", "arguments": ["order_id", "item_ids"], '
     '"description": "Return some items (a list of item ids) of a delivered order."}]')
-# The shipped tau example's first two turns, which the 135M policy copies almost word for word,
-# carried on to the tool call that the shipped example never shows (it stops at "[search]
-# tools", and the policy then asks again). Measured with the untrained SmolLM2 on the 30 held-out
-# tau tasks (8 turns of 64 tokens, seed 0, the user telling two facts a reply; 2026-12-07), the
-# episodes that wrote an "[answer] {...}" call to find_user_id_by_name_zip:
-# - with the shipped example shown: 0 of 30 (and 0 wrote any tool call);
+# The shipped tau example's first two turns (the H100 policies trained with it asked its
+# question word for word, 2026-12-07), carried on to the tool call that the shipped example
+# never shows (it stops at "[search] tools", and the policy then asks again). Measured with the
+# untrained SmolLM2 on the 30 held-out tau tasks (8 turns of 64 tokens, seed 0, the user
+# telling two facts a reply; benchmarks/tau_example_probe.py, 2026-12-07), the episodes that
+# wrote an "[answer] {...}" call to find_user_id_by_name_zip:
+# - with the shipped example shown: 0 of 30 (none wrote any tool call; 7 asked for the zip);
 # - with this file's earlier example, which asked for the name and the zip code in two turns:
 #   0 (1 wrote a tool call, and no episode asked for the zip code at all);
-# - with this example: 11 of 30 (14 wrote a tool call). None had valid arguments yet: a list of
-#   argument names, the example's own Ana Souza, or a call cut at 64 tokens; a call's reward
-#   is what training adds.
-# So the example asks for both at once, as the shipped one does. The user tells both when
-# user.tau.facts_per_reply is 2, which the stale_disclosure remedy sets once asking for both
-# gets the name again (in the H100 run of 2026-12-07, stale/tau went 0.82 -> 0.0).
+# - with this example: 11 of 30 (14 wrote a tool call; 3 asked for the zip code). None had
+#   valid arguments yet: a list of argument names, the example's own Ana Souza, or a call cut
+#   at 64 tokens; a call's reward is what training adds.
+# The user tells both facts when user.tau.facts_per_reply is 2, which the stale_disclosure
+# remedy sets once asking for both gets the name again (in the H100 run of 2026-12-07,
+# stale/tau went 0.82 -> 0.0).
 _TAU_IDENTIFY = {"id": "eau-tau-identify-then-lookup", "messages": [
     {"role": "user", "content": "Here is my request: Hello, something is wrong with my order.\nTry "
                                 "to fulfill it step by step by calling the internal tools and "

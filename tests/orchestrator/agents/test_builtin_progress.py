@@ -73,8 +73,8 @@ def test_tau_is_shown_a_worked_example_that_identifies_the_user_first(tmp_path, 
 
 
 def test_the_tau_example_is_what_the_symbolic_user_and_the_tools_answer(tmp_path):
-    """The example asks for name and zip code at once, as the shipped example the policy copies
-    does, and goes on to the tool call the shipped one never shows (the untrained SmolLM2 called
+    """The example asks for name and zip code at once, as the shipped example does (the policies
+    trained with it asked its question word for word), and goes on to the tool call the shipped one never shows (the untrained SmolLM2 called
     find_user_id_by_name_zip in 11 of 30 tau episodes with it, 0 with the shipped one). In shipped
     tasks, with the user telling two facts a reply (what the stale_disclosure remedy sets), the
     question gets the reply the example shows, "[search] tools" gets the example's tool list
