@@ -43,10 +43,10 @@ def project_copy(dest: Path) -> Path:
         files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
                                check=True, text=True).stdout.split("\0")
     except (OSError, subprocess.CalledProcessError):
-        skip = {"runs", "__pycache__"}
-        files = [str(f.relative_to(ROOT)) for f in ROOT.rglob("*")
-                 if not any(part.startswith(".") or part in skip
-                            for part in f.relative_to(ROOT).parts)]
+        files = []
+        for folder, dirs, names in os.walk(ROOT):     # pruned: .venv alone holds ~10^4 files
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__")]
+            files += [str(Path(folder, n).relative_to(ROOT)) for n in names if not n.startswith(".")]
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():

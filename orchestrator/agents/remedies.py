@@ -37,6 +37,7 @@ from orchestrator import diagnostics, effects, gitops, replay
 from orchestrator.finding import Finding
 from orchestrator.gate_context import GYM_BENCH
 from training import steps as S
+from training.benches.usergym.tau import tool_listing as tau_tool_listing
 
 STEP_PAY = 0.1     # TravelGym pays 0.1 per preference elicited; a step is worth no more than that
 STEP_SOURCE = '''"""Step reward written by the built-in meta-agent: {pay} once per {gym} episode, at the turn
@@ -71,17 +72,8 @@ _TRAVEL_SEARCH_FIRST = {"id": "eau-travel-car-porto-search-first", "messages": [
     {"role": "assistant", "content": "[action] And the transmission?"},
     {"role": "user", "content": "For the car, I want transmission: automatic."},
     {"role": "assistant", "content": "[answer] C2"}]}
-# The tool list exactly as TauGym's "[search] tools" answers it (training/benches/usergym/tau.py)
-_TAU_TOOLS = (
-    '[{"name": "find_user_id_by_name_zip", "arguments": ["first_name", "last_name", "zip"], '
-    '"description": "Find a user id from first name, last name and zip code."}, '
-    '{"name": "get_user_details", "arguments": ["user_id"], '
-    '"description": "List a user\'s orders."}, '
-    '{"name": "get_order_details", "arguments": ["order_id"], "description": "Status and items of '
-    'an order."}, {"name": "cancel_pending_order", "arguments": ["order_id", "reason"], '
-    '"description": "Cancel a pending order; reason is \'no longer needed\' or \'ordered by '
-    'mistake\'."}, {"name": "return_delivered_order_items", "arguments": ["order_id", "item_ids"], '
-    '"description": "Return some items (a list of item ids) of a delivered order."}]')
+# The tool list exactly as TauGym's "[search] tools" answers it
+_TAU_TOOLS = tau_tool_listing()
 # The shipped tau example's first two turns (the H100 policies trained with it asked its
 # question word for word, 2026-12-07), carried on to the tool call that the shipped example
 # never shows (it stops at "[search] tools", and the policy then asks again). Measured with the

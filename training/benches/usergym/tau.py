@@ -56,6 +56,13 @@ def _same(a: Any, b: Any) -> bool:
     return str(a).strip().lower() == str(b).strip().lower()
 
 
+def tool_listing() -> str:
+    """What "[search] tools" answers: every tool's name, arguments and description, as JSON (the
+    built-in agent's worked example quotes it, orchestrator/agents/remedies.py)."""
+    return json.dumps([{"name": n, "arguments": t["args"], "description": t["doc"]}
+                       for n, t in TOOLS.items()])
+
+
 class TauEnv(UserGymEnv):
     gym = GYM
     user_role = ("You are a customer contacting support. Give your name, zip code, order and what "
@@ -74,8 +81,7 @@ class TauEnv(UserGymEnv):
         if act == "search":
             if "help" in content.lower():
                 return Outcome(obs=HELP)
-            spec = [{"name": n, "arguments": t["args"], "description": t["doc"]} for n, t in TOOLS.items()]
-            return Outcome(obs=json.dumps(spec))
+            return Outcome(obs=tool_listing())
         return self._call(content)
 
     def _call(self, content: str) -> Outcome:
