@@ -176,3 +176,19 @@ def test_the_committed_results_merge_with_persuades_claims_as_families(tmp_path,
     pair = next(p for p in merged["stats"]["pairs"] if (p["a"], p["b"]) == ("eau", "ppo"))
     assert pair["success"]["families"] < pair["success"]["tasks"] == 210
     assert "families) x" in (tmp_path / "merged" / "RESULTS.md").read_text()
+
+
+def test_a_committed_run_of_another_setting_is_refused_beside_the_series(tmp_path, capsys):
+    """benchmarks/results/apart/ keeps runs that change a setting of the series (EAU seed 0 with
+    6-step windows): merged beside the series' own seed 0 of EAU it is refused, not averaged in,
+    and merged by itself it gives its own table."""
+    from pathlib import Path
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    apart = sorted((results / "apart").glob("*.json"))
+    assert apart, "benchmarks/results/apart/ holds no results.json"
+    series = sorted(results.glob("*.json"))
+    err = _one_sentence(*_merge(tmp_path, capsys, *series, apart[0]))
+    assert "seed 0 of eau is in both" in err, err
+    for f in apart:
+        rc, io = _merge(tmp_path, capsys, f, out=f.stem)
+        assert rc == 0, io.err
