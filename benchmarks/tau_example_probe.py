@@ -1,6 +1,7 @@
-"""Which worked example leads the untrained policy to identify TauGym's user: the shipped one, or
-the built-in agent's step example (orchestrator/agents/remedies.py `_TAU_IDENTIFY`), each shown
-first, with the symbolic user telling `--facts-per-reply` facts a reply.
+"""Which worked example leads the untrained policy to identify TauGym's user: the shipped one
+(`shipped`), the built-in agent's step example (orchestrator/agents/remedies.py `_TAU_IDENTIFY`)
+shown first (`step`), or it and the same exchange with another customer shown second (`two`,
+`SECOND_EXAMPLES`), with the symbolic user telling `--facts-per-reply` facts a reply.
 
     python benchmarks/tau_example_probe.py                      # CPU: about 7 min a variant
     python benchmarks/tau_example_probe.py --variants shipped,step --episodes 30 --device cuda
@@ -15,8 +16,9 @@ tau tasks.
 
 It prints per variant the episodes that asked for the zip code (an `[action]` naming it), that
 were told it, that wrote an "[answer] {...}" tool call, that named find_user_id_by_name_zip in
-one, and that identified the user (training/steps.py: a call that found the user, what
-`took/tau/identify` counts).
+one, that called with the shown examples' own values which their user never told (the example's
+customer: 69 of 91 calling episodes did in the H100 runs of 2026-12-07), and that identified the
+user (training/steps.py: a call that found the user, what `took/tau/identify` counts).
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VARIANTS = ("shipped", "step")
+VARIANTS = ("shipped", "step", "two")
 
 
 def project_copy(dest: Path) -> Path:
@@ -61,18 +63,42 @@ def edit_workspace(copy: Path, variant: str, facts_per_reply: int) -> None:
     knobs_file = copy / "workspace" / "knobs.json"
     knobs = json.loads(knobs_file.read_text())
     knobs["user"]["tau"]["facts_per_reply"] = facts_per_reply
-    knobs_file.write_text(json.dumps(knobs, indent=2) + "\n")
-    if variant == "step":          # as the built-in agent puts it: first among tau's examples
-        demos_file = copy / "workspace" / "demonstrations" / "usergym.json"
-        demos = json.loads(demos_file.read_text())
+    demos_file = copy / "workspace" / "demonstrations" / "usergym.json"
+    demos = json.loads(demos_file.read_text())
+    if variant in ("step", "two"):  # as the built-in agent puts it: first among tau's examples
         remedies.step_example_first(demos, "tau", "identify", 1)
-        demos_file.write_text(json.dumps(demos, indent=2, ensure_ascii=False) + "\n")
+    if variant == "two":            # and the second customer's, shown second
+        demos["tau"].insert(1, remedies.SECOND_EXAMPLES[("tau", "identify")])
+        knobs["env"]["tau"]["demonstrations"] = 2
+    knobs_file.write_text(json.dumps(knobs, indent=2) + "\n")
+    demos_file.write_text(json.dumps(demos, indent=2, ensure_ascii=False) + "\n")
 
 
-def counts(episodes_file: Path) -> dict[str, int]:
+def example_values(copy: Path) -> set[str]:
+    """The argument values of the tool calls in the tau examples the policy is shown."""
+    shown = json.loads((copy / "workspace" / "knobs.json").read_text())["env"]["tau"]["demonstrations"]
+    demos = json.loads((copy / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
+    out = set()
+    for ex in demos[:shown]:
+        for m in ex["messages"]:
+            text = m["content"].strip() if m["role"] == "assistant" else ""
+            if text.startswith("[answer] {"):
+                call = json.loads(text[len("[answer] "):])
+                out |= {str(v) for v in (call.get("arguments") or {}).values()}
+    return out
+
+
+def counts(episodes_file: Path, copied: set[str]) -> dict[str, int]:
+    """Episodes that did each thing; `copied`: the shown examples' call arguments, which a call
+    of this episode carries though its user never said them (the example's customer)."""
     from training import steps
 
     eps = [json.loads(line) for line in episodes_file.read_text().splitlines() if line.strip()]
+
+    def copies(ep):
+        said = " ".join(str(t.get("user") or "") for t in ep.get("turns") or [])
+        return any(agent(t).startswith("[answer]") and f'"{v}"' in agent(t) and v not in said
+                   for t in ep.get("turns") or [] for v in copied)
 
     def any_turn(ep, pred):
         return any(pred(t) for t in ep.get("turns") or [])
@@ -88,6 +114,7 @@ def counts(episodes_file: Path) -> dict[str, int]:
         "tool call": sum(any_turn(e, lambda t: agent(t).startswith("[answer] {")) for e in eps),
         "named find_user_id": sum(any_turn(e, lambda t: agent(t).startswith("[answer]") and
                                            "find_user_id_by_name_zip" in agent(t)) for e in eps),
+        "copied the example's values": sum(copies(e) for e in eps),
         "identified": sum("identify" in steps.taken("tau", e.get("turns") or []) for e in eps),
     }
 
@@ -95,7 +122,7 @@ def counts(episodes_file: Path) -> dict[str, int]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated, of {', '.join(VARIANTS)} (default: both)")
+                   help=f"comma-separated, of {', '.join(VARIANTS)} (default: all)")
     p.add_argument("--facts-per-reply", type=int, default=2)
     p.add_argument("--episodes", type=int, default=30, help="tau tasks (the split has 30)")
     p.add_argument("--max-turns", type=int, default=8)
@@ -103,6 +130,8 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default=None, help="also write the counts as JSON here")
+    p.add_argument("--keep", default=None,
+                   help="copy each variant's episodes.jsonl into this folder, to read what the policy wrote")
     a = p.parse_args()
     variants = [v.strip() for v in a.variants.split(",") if v.strip()]
     bad = [v for v in variants if v not in VARIANTS]
@@ -122,7 +151,10 @@ def main() -> int:
             print(f"{v}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
             subprocess.run(cmd, cwd=copy, env=env, check=True)
             found = sorted((copy / "runs").glob("*/eval/*/episodes.jsonl"))
-            rows[v] = counts(found[-1])
+            rows[v] = counts(found[-1], example_values(copy))
+            if a.keep:
+                Path(a.keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy2(found[-1], Path(a.keep) / f"{v}-episodes.jsonl")
     keys = list(next(iter(rows.values())))
     print("| variant | " + " | ".join(keys) + " |")
     print("| --- | " + " | ".join("---:" for _ in keys) + " |")

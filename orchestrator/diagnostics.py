@@ -658,7 +658,11 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 + find_loops(episodes)
                 # a user disclosing hidden facts unasked corrupts every signal after it: it is
                 # repaired before the policy is coached through the steps it misses
-                + find_leaks(episodes, metrics, window) + _progress_findings(episodes)
+                + find_leaks(episodes, metrics, window)
+                # a call with the shown example's values takes no step: it comes before the
+                # missing step it leaves missing, whose remedies (the example first) are in place
+                + progress.find_copied_examples(episodes, shown_call_values(run_dir))
+                + _progress_findings(episodes)
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
                 + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window)
@@ -679,6 +683,34 @@ def _newest_snapshot(run_dir: Path | str) -> Path | None:
     """The workspace tree the trainer loaded last (it copies each to snapshots/<commit>/)."""
     snaps = [p for p in (Path(run_dir) / "snapshots").glob("*") if p.is_dir()]
     return max(snaps, key=lambda p: p.stat().st_mtime) if snaps else None
+
+
+def shown_call_values(run_dir: Path | str) -> dict[str, dict[str, str]]:
+    """gym -> the tool-call argument values of the worked examples it is shown, in the run's
+    newest workspace snapshot (progress_findings.call_values), {} before any."""
+    newest = _newest_snapshot(run_dir)
+    if newest is None:
+        return {}
+    try:
+        knobs = json.loads((newest / "knobs.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for f in sorted((newest / "demonstrations").glob("*.json")):
+        try:
+            demos = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        for gym, examples in demos.items() if isinstance(demos, dict) else []:
+            try:
+                shown = get_path(knobs, f"env.{gym}.demonstrations")
+            except KeyError:
+                continue
+            if isinstance(examples, list) and isinstance(shown, int) and shown > 0:
+                values = progress.call_values(examples[:shown])
+                if values:
+                    out[gym] = values
+    return out
 
 
 def module_sources(run_dir: Path | str) -> dict[str, str]:

@@ -29,7 +29,8 @@ class Finding:
                          # low_success | high_success | nan | harm | invalid_actions | format_learned |
                          # reward_hack | loop | missing_step | early_answer | restated_prompt |
                          # idle_module | no_effect | module_errors | stale_rollouts |
-                         # rejected_calls | uninformative_user | stale_disclosure
+                         # rejected_calls | uninformative_user | stale_disclosure |
+                         # copied_example
     gym: str | None      # the gym it concerns, None for run-wide findings
     message: str         # one sentence a person can read
     evidence: dict[str, Any] = field(default_factory=dict)

@@ -13,6 +13,7 @@ The steps themselves are defined once, in `training.steps` (what the reward modu
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -147,6 +148,82 @@ def find_rejected_calls(episodes: list[dict[str, Any]]) -> list[Finding]:
             {"step": step, "turns": len(turns), "rejected": len(bad), "by_step": counts,
              "rate": round(len(bad) / len(turns), 3), "metric": f"rejected/{gym}",
              "examples": [(t.get("agent") or "")[:160] for t, _ in bad[:2]]}))
+    return out
+
+
+# ----------------------------------------------------------------------------- copied examples
+
+COPIED_FRAC = 0.50        # share of a gym's calling episodes that call with a shown example's
+                          # values: 69 of 91 tau episodes in the H100 runs of 2026-12-07 (EAU
+                          # seeds 1 and 2, and seed 0 with 6-step windows) called
+                          # find_user_id_by_name_zip with the example's "Souza" or "30301"
+
+
+def call_values(examples: list[dict[str, Any]]) -> dict[str, str]:
+    """value -> example id, for the arguments of the "[answer] {...}" tool calls that the given
+    worked examples' assistant turns make (TauGym's calls): the values a policy that copies the
+    example writes instead of its own user's."""
+    out: dict[str, str] = {}
+    for ex in examples:
+        for m in ex.get("messages") or []:
+            text = str(m.get("content") or "").strip() if m.get("role") == "assistant" else ""
+            if not text.startswith("[answer] {"):
+                continue
+            try:
+                args = json.loads(text[len("[answer] "):]).get("arguments") or {}
+            except (ValueError, AttributeError):
+                continue
+            for v in args.values() if isinstance(args, dict) else []:
+                if isinstance(v, (str, int)) and len(str(v)) >= 3:
+                    out.setdefault(str(v), str(ex.get("id") or "?"))
+    return out
+
+
+def _copied(ep: dict[str, Any], values: dict[str, str]) -> tuple[dict[str, Any], list[str]] | None:
+    """The first call turn of an episode carrying shown values that its user never said (in the
+    prompt or a reply), with those values; None when it has none."""
+    said = " ".join([str(ep.get("prompt") or "")] + [str(t.get("user") or "") for t in _turns(ep)])
+    for t in _turns(ep):
+        text = str(t.get("agent") or "").strip()
+        if not text.startswith("[answer] {"):
+            continue
+        hit = [v for v in values if f'"{v}"' in text and v not in said]
+        if hit:
+            return t, hit
+    return None
+
+
+def find_copied_examples(episodes: list[dict[str, Any]],
+                         shown: dict[str, dict[str, str]]) -> list[Finding]:
+    """Tool calls that carry the shown worked example's own values (its customer's name, zip code
+    and user id) instead of what the episode's user told: the policy copies the example's words
+    where they should change with the user. `shown`: gym -> call_values of the examples the
+    policy is shown now."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        values = shown.get(gym) or {}
+        calling = [ep for ep in eps if any(str(t.get("agent") or "").strip().startswith("[answer] {")
+                                           for t in _turns(ep))]
+        if not values or len(calling) < MIN_EPISODES:
+            continue
+        copied = [c for c in (_copied(ep, values) for ep in calling) if c]
+        if len(copied) < MIN_EPISODES or len(copied) / len(calling) < COPIED_FRAC:
+            continue
+        turns = [t for t, _ in copied]
+        counts: dict[str, int] = {}
+        for t in turns:
+            for st in S.text_steps(gym, str(t.get("agent") or "")) or ["?"]:
+                counts[st] = counts.get(st, 0) + 1
+        step = max(sorted(counts), key=counts.get)
+        hits = sorted({v for _, vs in copied for v in vs})
+        out.append(Finding(
+            "copied_example", gym,
+            f"{len(copied)} of {len(calling)} recent {gym} episodes that called a tool called it with "
+            f"the shown worked example's own values ({', '.join(repr(v) for v in hits[:4])}), which "
+            f"their user never told{_eg(_quotes(turns))}.",
+            {"step": step, "episodes": len(calling), "copied": len(copied), "values": hits,
+             "from": sorted({values[v] for v in hits}), "metric": f"took/{gym}/{step}",
+             "examples": _quotes(turns)}))
     return out
 
 

@@ -172,6 +172,7 @@ class Planner:
                     "reward_hack": self.on_reward_hack, "loop": self.on_loop,
                     "missing_step": self.on_missing_step, "early_answer": self.on_early_answer,
                     "rejected_calls": self.on_rejected_calls,
+                    "copied_example": self.on_copied_example,
                     "stale_disclosure": self.on_stale_disclosure,
                     "no_effect": self.on_no_effect}
         self.unremedied, self.findings, self.waiting = [], findings, None
@@ -546,6 +547,16 @@ class Planner:
         return self.vetted([remedies.worked_example(self, gym, step, f.message),
                             remedies.step_reward(self, gym, step, f.message),
                             remedies.more_examples(self, gym, step, f.message)])
+
+    def on_copied_example(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """Calls that carry the shown example's own values: the same exchange with another
+        customer, shown next (in the H100 runs of 2026-12-07, 69 of 91 tau episodes that called
+        find_user_id_by_name_zip after the step example was shown called it with its "Souza"
+        or "30301"; 4 used their user's facts and identified the user)."""
+        gym, step = f.gym, f.evidence.get("step")
+        if gym not in self.gyms or not step:
+            return None
+        return self.vetted([remedies.second_example(self, gym, step, f.message)])
 
     def on_rejected_calls(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Calls with the right tag whose arguments the environment rejects: an example that

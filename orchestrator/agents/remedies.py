@@ -89,26 +89,51 @@ _TAU_TOOLS = tau_tool_listing()
 # The user tells both facts when user.tau.facts_per_reply is 2, which the stale_disclosure
 # remedy sets once asking for both gets the name again (in the H100 run of 2026-12-07,
 # stale/tau went 0.82 -> 0.0).
-_TAU_IDENTIFY = {"id": "eau-tau-identify-then-lookup", "messages": [
-    {"role": "user", "content": "Here is my request: Hello, something is wrong with my order.\nTry "
-                                "to fulfill it step by step by calling the internal tools and "
-                                "communicating with me!"},
-    {"role": "assistant", "content": "[action] I can help with that. Could you tell me your first "
-                                     "name, last name and zip code?"},
-    {"role": "user", "content": "My name is Ana Souza. My zip code is 30301."},
-    {"role": "assistant", "content": "[search] tools"},
-    {"role": "user", "content": _TAU_TOOLS},
-    {"role": "assistant", "content": '[answer] {"name": "find_user_id_by_name_zip", "arguments": '
-                                     '{"first_name": "Ana", "last_name": "Souza", "zip": "30301"}}'},
-    {"role": "user", "content": 'Tool result: "ana_souza_4821"'},
-    {"role": "assistant", "content": '[answer] {"name": "get_user_details", "arguments": '
-                                     '{"user_id": "ana_souza_4821"}}'},
-    {"role": "user", "content": 'Tool result: {"orders": ["#W5550123", "#W5550456"]}'},
-    {"role": "assistant", "content": "[action] I see orders #W5550123 and #W5550456. Which order "
-                                     "is it, and what should I do with it?"}]}
+
+
+def _tau_identify(example_id: str, first: str, last: str, zip_code: str, user_id: str,
+                  orders: list[str]) -> dict[str, Any]:
+    """The tau step example with one customer's facts (two customers: `SECOND_EXAMPLES`)."""
+    listed = " and ".join(orders)
+    return {"id": example_id, "messages": [
+        {"role": "user", "content": "Here is my request: Hello, something is wrong with my order.\n"
+                                    "Try to fulfill it step by step by calling the internal tools "
+                                    "and communicating with me!"},
+        {"role": "assistant", "content": "[action] I can help with that. Could you tell me your "
+                                         "first name, last name and zip code?"},
+        {"role": "user", "content": f"My name is {first} {last}. My zip code is {zip_code}."},
+        {"role": "assistant", "content": "[search] tools"},
+        {"role": "user", "content": _TAU_TOOLS},
+        {"role": "assistant", "content": '[answer] {"name": "find_user_id_by_name_zip", "arguments": '
+                                         + json.dumps({"first_name": first, "last_name": last,
+                                                       "zip": zip_code}) + "}"},
+        {"role": "user", "content": f'Tool result: "{user_id}"'},
+        {"role": "assistant", "content": '[answer] {"name": "get_user_details", "arguments": '
+                                         + json.dumps({"user_id": user_id}) + "}"},
+        {"role": "user", "content": "Tool result: " + json.dumps({"orders": orders})},
+        {"role": "assistant", "content": f"[action] I see orders {listed}. Which order is it, and "
+                                         f"what should I do with it?"}]}
+
+
+_TAU_IDENTIFY = _tau_identify("eau-tau-identify-then-lookup", "Ana", "Souza", "30301",
+                              "ana_souza_4821", ["#W5550123", "#W5550456"])
+# The same exchange with another customer, shown second: in the H100 runs of 2026-12-07 (EAU
+# seeds 1 and 2, and seed 0 with 6-step windows), 91 tau episodes wrote an "[answer]" call to
+# find_user_id_by_name_zip after the example above was shown, and 69 of them called it with the
+# example's own "Souza" or "30301" although the user was someone else; 4 called it with the
+# user's own facts and identified the user. Two customers show which words of the exchange
+# change with the user. Measured as above (benchmarks/tau_example_probe.py, untrained SmolLM2,
+# 30 held-out tau tasks, two facts a reply): shown the first example alone, 11 episodes named
+# the call, 6 with the example's values, 0 identified the user; shown both, 9 named it, 3 with
+# an example's values, and 3 identified the user (9 asked for the zip code, against 3).
+_TAU_IDENTIFY_2 = _tau_identify("eau-tau-identify-then-lookup-2", "Kenji", "Okafor", "60614",
+                                "kenji_okafor_1377", ["#W7013388"])
 STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("travel", "search"): _TRAVEL_SEARCH_FIRST, ("tau", "identify"): _TAU_IDENTIFY,
     ("tau", "lookup"): _TAU_IDENTIFY}
+# A second example of the same step with other values, for a policy that copies the first's
+SECOND_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
+    ("tau", "identify"): _TAU_IDENTIFY_2, ("tau", "lookup"): _TAU_IDENTIFY_2}
 MAX_EXAMPLES = 10            # schema/demonstrations.schema.json: maxItems per gym
 _METRIC = effects.METRIC_GYM
 
@@ -218,6 +243,34 @@ def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
     return Intervention(f"Show {gym} one more worked example that uses {S.WHAT[step]} ({shown} -> {new})",
                         f"{why} The examples shown use it, yet the policy does not; one more shows "
                         f"it again.", step_expect(gym, step), knobs={knob: new})
+
+
+def second_example(p, gym: str, step: str, why: str) -> Intervention | None:
+    """The step's second example (SECOND_EXAMPLES: the same exchange with another customer),
+    shown right after those shown now, one more shown; None when it is shown already, there is
+    none, or the knob is at its limit. For a policy that calls with the first example's values."""
+    rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
+    path, second = p.ws / rel, SECOND_EXAMPLES.get((gym, step))
+    if second is None or {rel, f"{rel}#{gym}", knob} & p.busy or \
+            {rel, f"{rel}#{gym}"} & p.avoid_files or not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    shown = int(p.value(knob) or 0)
+    examples = list(data.get(gym) or [])
+    if any(ex.get("id") == second["id"] for ex in examples[:shown]):
+        return None
+    new = p.step(knob, +1)
+    if new is None:
+        return None
+    examples = [ex for ex in examples if ex.get("id") != second["id"]]
+    examples.insert(shown, copy.deepcopy(second))
+    data[gym] = examples[:MAX_EXAMPLES]
+    return Intervention(
+        f"Show {gym} a second worked example with another customer ({second['id']}, {shown} -> {new})",
+        f"{why} The policy writes what its context shows; a second exchange whose values differ "
+        f"shows which of its words come from the user.",
+        step_expect(gym, step),
+        knobs={knob: new}, files={rel: json.dumps(data, indent=2, ensure_ascii=False) + "\n"})
 
 
 # ----------------------------------------------------------------------------- step rewards

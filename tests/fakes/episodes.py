@@ -181,3 +181,24 @@ def tau_wrong_tool() -> dict:
                       turn('[answer] {"name": "get_user_details_33950", "arguments": {"user_id": "x"}}',
                            f"Error: {err}.", answered=True, tool_calls=[call])],
               prompt="Here is my request: something is wrong with my order.")
+
+
+def tau_calling(first: str, last: str, zip_code: str, told=("Lena", "Khan", "94402")) -> dict:
+    """Asks for name and zip code, is told the user's (`told`), lists the tools and calls
+    find_user_id_by_name_zip with first/last/zip_code: the user's own facts identify the user,
+    other values (the shown example's Ana Souza, as 69 of 91 calling episodes of the H100 runs of
+    2026-12-07 wrote) find nobody."""
+    user = f"My name is {told[0]} {told[1]}. My zip code is {told[2]}."
+    own = (first, last, zip_code) == tuple(told)
+    args = {"first_name": first, "last_name": last, "zip": zip_code}
+    result = f"{told[0].lower()}_{told[1].lower()}_5923" if own else "Error: user not found"
+    call = {"name": "find_user_id_by_name_zip", "arguments": args, "result": result,
+            "error": None if own else result}
+    return ep("tau", [turn("[action] I can help with that. Could you tell me your first name, last "
+                           "name and zip code?", user, revealed_facts=["name", "zip"],
+                           new_facts=["name", "zip"]),
+                      turn("[search] tools", '[{"name": "find_user_id_by_name_zip"}]'),
+                      turn('[answer] {"name": "find_user_id_by_name_zip", "arguments": '
+                           + json.dumps(args) + "}", f'Tool result: "{result}"',
+                           tool_calls=[call])],
+              prompt="Here is my request: Hello, I want to cancel an order.")

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "fakes"))
 from episodes import (ep, farmed_travel, function_bad_probes, function_guess, honest_travel,  # noqa: E402
-                      tau_unidentified, travel_blind, travel_searching, turn, write_steps)
+                      tau_calling, tau_unidentified, travel_blind, travel_searching, turn, write_steps)
 from runlogs import ROOT, add_event, make_workspace, write_run  # noqa: E402
 
 from orchestrator import effects, gitops  # noqa: E402
@@ -70,6 +70,70 @@ def test_tau_is_shown_a_worked_example_that_identifies_the_user_first(tmp_path, 
     # first (score/tau of a small policy stays 0 for many steps), then by the score
     assert "Expect: took/tau/identify rises, then score/tau." in msg
     assert effects.target_of(msg, {}, ["tau", "travel"]) == ("took/tau/identify", "up")
+
+
+def step_example_shown(exp):
+    """The workspace as the agent leaves it after tau's step example (it first, one shown),
+    committed, and the trainer's snapshot of that tree, from which diagnosis reads the examples
+    the policy is shown."""
+    import shutil
+
+    from orchestrator.agents import remedies
+    ws = exp / "workspace"
+    demos_file = ws / "demonstrations" / "usergym.json"
+    demos = json.loads(demos_file.read_text())
+    remedies.step_example_first(demos, "tau", "identify", 1)
+    demos_file.write_text(json.dumps(demos, indent=2, ensure_ascii=False) + "\n")
+    k = knobs(exp)
+    k["env"]["tau"]["demonstrations"] = 1
+    (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
+    sha = gitops.commit_all(ws, "Show tau a worked example that uses find_user_id_by_name_zip first"
+                                "\n\nWhy: a test.\nExpect: took/tau/identify rises, then score/tau.\n",
+                            "builtin", "s000")
+    subprocess.run(["git", "-C", str(ws), "update-ref", "refs/eau/live", "HEAD"], check=True)
+    shutil.copytree(ws, exp / "run-001" / "snapshots" / sha, ignore=shutil.ignore_patterns(".git"))
+
+
+def test_calls_with_the_examples_customer_get_a_second_example_with_another(tmp_path, monkeypatch):
+    """Told Lena Khan's name and zip code, most episodes call find_user_id_by_name_zip with the
+    shown example's Ana Souza: the same exchange with another customer is shown after it, one
+    more shown, judged by the share of episodes that identify the user."""
+    copying = [tau_calling("Ana", "Souza", "30301"), tau_calling("Ana", "Souza", "30301")]
+    exp = usergym_exp(tmp_path, monkeypatch, {4: copying, 5: copying,
+                                              6: [*copying, tau_calling("Lena", "Khan", "94402")]})
+    step_example_shown(exp)
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    demos = json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
+    assert [d["id"] for d in demos[:2]] == ["eau-tau-identify-then-lookup", "eau-tau-identify-then-lookup-2"]
+    assert knobs(exp)["env"]["tau"]["demonstrations"] == 2
+    msg = last_msg(exp)
+    assert msg.startswith("Show tau a second worked example with another customer "
+                          "(eau-tau-identify-then-lookup-2, 1 -> 2)"), msg
+    assert "6 of 7 recent tau episodes that called a tool called it with the shown worked " \
+           "example's own values" in msg and "'Souza'" in msg
+    assert "Expect: took/tau/identify rises, then score/tau." in msg
+    # the second example's customer differs in every value the first one's calls carry
+    from orchestrator.agents.remedies import SECOND_EXAMPLES, STEP_EXAMPLES
+    from orchestrator.progress_findings import call_values
+    first, second = (call_values([x[("tau", "identify")]]) for x in (STEP_EXAMPLES, SECOND_EXAMPLES))
+    assert first and second and not set(first) & set(second)
+
+
+def test_calls_with_the_users_own_facts_are_not_copies(tmp_path):
+    """An episode whose user is the example's customer, or that calls with what its user told,
+    copies nothing; below half of the calling episodes there is no finding."""
+    from orchestrator.agents import remedies
+    from orchestrator.progress_findings import call_values, find_copied_examples
+    shown = {"tau": call_values([remedies.STEP_EXAMPLES[("tau", "identify")]])}
+    own = [tau_calling("Lena", "Khan", "94402") for _ in range(3)]
+    same_customer = [tau_calling("Ana", "Souza", "30301", told=("Ana", "Souza", "30301"))] * 2
+    assert find_copied_examples(own + same_customer, shown) == []
+    assert find_copied_examples(own + [tau_calling("Ana", "Souza", "30301")] * 2, shown) == []
+    found = find_copied_examples(own + [tau_calling("Ana", "Souza", "30301")] * 3, shown)
+    assert [(f.kind, f.evidence["copied"], f.evidence["episodes"], f.evidence["step"]) for f in found] \
+        == [("copied_example", 3, 6, "identify")]
+    assert find_copied_examples(own + [tau_calling("Ana", "Souza", "30301")] * 3, {}) == []
 
 
 def test_the_tau_example_is_what_the_symbolic_user_and_the_tools_answer(tmp_path):
