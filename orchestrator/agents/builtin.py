@@ -548,6 +548,17 @@ class Planner:
                             remedies.step_reward(self, gym, step, f.message),
                             remedies.more_examples(self, gym, step, f.message)])
 
+    def _copied_example_of(self, msg: str, gym: str | None) -> Finding | None:
+        """The copied_example finding of `gym` whose copied values come from the example the
+        commit (its message `msg`) put in, while the step's second example can still go in."""
+        for x in self.findings:
+            if x.kind != "copied_example" or x.gym != gym or \
+                    not any(i in msg for i in x.evidence.get("from") or []):
+                continue
+            if remedies.second_example(self, x.gym, str(x.evidence.get("step")), "") is not None:
+                return x
+        return None
+
     def on_copied_example(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Calls that carry the shown example's own values: the same exchange with another
         customer, shown next (in the H100 runs of 2026-12-07, 69 of 91 tau episodes that called
@@ -606,6 +617,15 @@ class Planner:
                 f"its effect is the credit it no longer pays, which a repeat rate within a window "
                 f"does not show until the policy has learnt to farm (on the H200, 0.14 -> 0.47-0.66 "
                 f"of elicited_fact's credit over 8-16 steps): {f.message}")
+            return None
+        copied = self._copied_example_of(msg, f.gym)
+        if copied is not None:
+            self.unremedied.append(
+                f"Revert {sha[:10]}: not committed, because the policy follows the worked example "
+                f"it shows, down to its customer's values ({copied.message.rstrip('.')}): the same exchange "
+                f"with another customer goes in instead. In the H100 runs of 2026-12-07 such an "
+                f"example was taken back as \"no effect\" (0 -> 0) while most of its calls copied "
+                f"it: {f.message}")
             return None
         act = remedies.revert(self, sha, f)
         if act is not None:

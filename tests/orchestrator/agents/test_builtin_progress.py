@@ -87,11 +87,12 @@ def step_example_shown(exp):
     k = knobs(exp)
     k["env"]["tau"]["demonstrations"] = 1
     (ws / "knobs.json").write_text(json.dumps(k, indent=2) + "\n")
-    sha = gitops.commit_all(ws, "Show tau a worked example that uses find_user_id_by_name_zip first"
-                                "\n\nWhy: a test.\nExpect: took/tau/identify rises, then score/tau.\n",
-                            "builtin", "s000")
+    sha = gitops.commit_all(ws, "Show tau a worked example that uses find_user_id_by_name_zip first "
+                                "(eau-tau-identify-then-lookup)\n\nWhy: a test.\nExpect: "
+                                "took/tau/identify rises, then score/tau.\n", "builtin", "s000")
     subprocess.run(["git", "-C", str(ws), "update-ref", "refs/eau/live", "HEAD"], check=True)
     shutil.copytree(ws, exp / "run-001" / "snapshots" / sha, ignore=shutil.ignore_patterns(".git"))
+    return sha
 
 
 def test_calls_with_the_examples_customer_get_a_second_example_with_another(tmp_path, monkeypatch):
@@ -118,6 +119,41 @@ def test_calls_with_the_examples_customer_get_a_second_example_with_another(tmp_
     from orchestrator.progress_findings import call_values
     first, second = (call_values([x[("tau", "identify")]]) for x in (STEP_EXAMPLES, SECOND_EXAMPLES))
     assert first and second and not set(first) & set(second)
+
+
+def test_an_example_whose_customer_is_copied_is_not_taken_back_as_no_effect(tmp_path, monkeypatch):
+    """The H100 run of seed 2 (2026-12-07) took tau's step example back as "no effect" (0 -> 0
+    on took/tau/identify) while most of its calls copied the example's customer: the policy was
+    following it. Such an example stays, and the second customer's goes in after it."""
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    write_run(exp / "run-001", 12, gym="tau", metric_fn=lambda s, r: {"took/tau/identify": 0.0})
+    sha = step_example_shown(exp)
+    copying = [tau_calling("Ana", "Souza", "30301"), tau_calling("Ana", "Souza", "30301")]
+    write_steps(exp / "run-001", {10: copying, 11: copying, 12: copying})
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert not any(m.startswith(f"Revert {sha[:10]}") for m in messages(exp, len(res.commits)))
+    assert last_msg(exp).startswith("Show tau a second worked example with another customer")
+    demos = json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
+    assert [d["id"] for d in demos[:2]] == ["eau-tau-identify-then-lookup", "eau-tau-identify-then-lookup-2"]
+    assert f"Revert {sha[:10]}: not committed, because the policy follows the worked example" in record(res)
+
+
+def test_an_example_without_copies_is_taken_back_as_no_effect(tmp_path, monkeypatch):
+    """The same example, its calls made with each user's own facts (or none made): "no effect"
+    takes it back as before."""
+    exp = usergym_exp(tmp_path, monkeypatch, {}, steps=0)
+    write_run(exp / "run-001", 12, gym="tau", metric_fn=lambda s, r: {"took/tau/identify": 0.0})
+    sha = step_example_shown(exp)
+    write_steps(exp / "run-001", {s: [tau_unidentified(), tau_unidentified()] for s in (10, 11, 12)})
+    add_event(exp / "run-001", event="applied", commit=sha, step=6)
+    effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert any(m.startswith(f"Revert {sha[:10]}: no effect on took/tau/identify")
+               for m in messages(exp, len(res.commits)))
 
 
 def test_calls_with_the_users_own_facts_are_not_copies(tmp_path):
