@@ -75,17 +75,13 @@ def edit_workspace(copy: Path, variant: str, facts_per_reply: int) -> None:
 
 
 def example_values(copy: Path) -> set[str]:
-    """The argument values of the tool calls in the tau examples the policy is shown."""
+    """The argument values of the tool calls in the tau examples the policy is shown (what the
+    diagnosis's copied_example finding looks for, orchestrator/progress_findings.py)."""
+    from orchestrator.progress_findings import call_values
+
     shown = json.loads((copy / "workspace" / "knobs.json").read_text())["env"]["tau"]["demonstrations"]
     demos = json.loads((copy / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
-    out = set()
-    for ex in demos[:shown]:
-        for m in ex["messages"]:
-            text = m["content"].strip() if m["role"] == "assistant" else ""
-            if text.startswith("[answer] {"):
-                call = json.loads(text[len("[answer] "):])
-                out |= {str(v) for v in (call.get("arguments") or {}).values()}
-    return out
+    return set(call_values(demos[:shown]))
 
 
 def counts(episodes_file: Path, copied: set[str]) -> dict[str, int]:
