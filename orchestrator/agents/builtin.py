@@ -622,8 +622,8 @@ class Planner:
         if copied is not None:
             self.unremedied.append(
                 f"Revert {sha[:10]}: not committed, because the policy follows the worked example "
-                f"it shows, down to its customer's values ({copied.message.rstrip('.')}): the same exchange "
-                f"with another customer goes in instead. In the H100 runs of 2026-12-07 such an "
+                f"it shows, down to its customer's values ({copied.message.rstrip('.')}): the same "
+                f"exchange with another customer goes in instead. In the H100 runs of 2026-12-07 such an "
                 f"example was taken back as \"no effect\" (0 -> 0) while most of its calls copied "
                 f"it: {f.message}")
             return None

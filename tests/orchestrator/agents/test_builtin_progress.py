@@ -131,7 +131,8 @@ def test_an_example_whose_customer_is_copied_is_not_taken_back_as_no_effect(tmp_
     copying = [tau_calling("Ana", "Souza", "30301"), tau_calling("Ana", "Souza", "30301")]
     write_steps(exp / "run-001", {10: copying, 11: copying, 12: copying})
     add_event(exp / "run-001", event="applied", commit=sha, step=6)
-    assert [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)] == ["inconclusive"]
+    labels = [e.label for e in effects.update_effects(exp, exp / "run-001", exp / "workspace", 2)]
+    assert labels == ["inconclusive"]
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     assert not any(m.startswith(f"Revert {sha[:10]}") for m in messages(exp, len(res.commits)))
@@ -174,8 +175,9 @@ def test_calls_with_the_users_own_facts_are_not_copies(tmp_path):
 
 def test_the_tau_example_is_what_the_symbolic_user_and_the_tools_answer(tmp_path):
     """The example asks for name and zip code at once, as the shipped example does (the policies
-    trained with it asked its question word for word), and goes on to the tool call the shipped one never shows (the untrained SmolLM2 called
-    find_user_id_by_name_zip in 11 of 30 tau episodes with it, 0 with the shipped one). In shipped
+    trained with it asked its question word for word), and goes on to the tool call the shipped
+    one never shows (the untrained SmolLM2 called find_user_id_by_name_zip in 11 of 30 tau
+    episodes with it, 0 with the shipped one). In shipped
     tasks, with the user telling two facts a reply (what the stale_disclosure remedy sets), the
     question gets the reply the example shows, "[search] tools" gets the example's tool list
     exactly, and the call the example then makes with those facts finds the user."""
