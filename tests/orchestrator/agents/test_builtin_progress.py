@@ -140,6 +140,13 @@ def test_an_example_whose_customer_is_copied_is_not_taken_back_as_no_effect(tmp_
     demos = json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
     assert [d["id"] for d in demos[:2]] == ["eau-tau-identify-then-lookup", "eau-tau-identify-then-lookup-2"]
     assert f"Revert {sha[:10]}: not committed, because the policy follows the worked example" in record(res)
+    # the next session, the second example shown and its effect not yet measured, takes
+    # neither example back
+    res = base.run_session(ctx(exp, "s002"))
+    subjects = [m.split("\n")[0] for m in messages(exp, len(res.commits))] if res.commits else []
+    assert not any(m.startswith("Revert") for m in subjects), subjects
+    demos = json.loads((exp / "workspace" / "demonstrations" / "usergym.json").read_text())["tau"]
+    assert [d["id"] for d in demos[:2]] == ["eau-tau-identify-then-lookup", "eau-tau-identify-then-lookup-2"]
 
 
 def test_an_example_without_copies_is_taken_back_as_no_effect(tmp_path, monkeypatch):
