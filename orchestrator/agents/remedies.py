@@ -123,10 +123,10 @@ _TAU_IDENTIFY = _tau_identify("eau-tau-identify-then-lookup", "Ana", "Souza", "3
 # example's own "Souza" or "30301" although the user was someone else; 4 called it with the
 # user's own facts and identified the user. Two customers show which words of the exchange
 # change with the user. Measured as above (benchmarks/tau_example_probe.py, untrained SmolLM2,
-# 30 held-out tau tasks, two facts a reply), seeds 0 and 1 together: shown the first example
-# alone, 21 episodes named the call, 15 with the example's values, 0 identified the user, 5
-# asked for the zip code; shown both, 17 named it, 9 with an example's values, 3 identified the
-# user (all in seed 0), 15 asked for the zip code.
+# 30 held-out tau tasks, two facts a reply), seeds 0-2 together (90 episodes): shown the first
+# example alone, 26 episodes named the call, 19 with the example's values, 0 identified the
+# user, 6 asked for the zip code; shown both, 23 named it, 10 with an example's values, 5
+# identified the user (3, 0 and 2 by seed), 18 asked for the zip code.
 _TAU_IDENTIFY_2 = _tau_identify("eau-tau-identify-then-lookup-2", "Kenji", "Okafor", "60614",
                                 "kenji_okafor_1377", ["#W7013388"])
 STEP_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
