@@ -98,6 +98,9 @@ class CompareSpec:
     runs_dir: Path = Path("runs")
     first_seed: int = 0                   # seeds first_seed .. first_seed+seeds-1 (another session's)
     eval_data_dir: Path | None = None     # original test files every checkpoint is evaluated on too
+    # the untrained model on eval_data_dir where prompting is not a method: off only where another
+    # session's results hold it (its evaluation repeated task by task across machines, 2026-12-07)
+    untrained_data_eval: bool = True
 
 
 def seed_range(spec: CompareSpec) -> range:
@@ -195,7 +198,8 @@ def data_eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     tasks, so the original files say whether what they learnt carries over, and against what)."""
     if spec.eval_data_dir is None:
         return []
-    methods = spec.methods if "prompting" in spec.methods else ("prompting", *spec.methods)
+    methods = spec.methods if "prompting" in spec.methods or not spec.untrained_data_eval \
+        else ("prompting", *spec.methods)
     jobs = eval_jobs(replace(spec, methods=methods, eval_args=(
         *spec.eval_args, "--data-dir", str(spec.eval_data_dir))), logs)
     for job in jobs:

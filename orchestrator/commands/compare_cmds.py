@@ -70,6 +70,10 @@ def register(sub) -> None:
                    help="train on the shipped tasks, and evaluate every final checkpoint and the "
                         "untrained model on the bench's original test files too (e.g. UserRL's "
                         "folder); RESULTS.md reports them apart from the held-out split")
+    p.add_argument("--no-untrained", action="store_true",
+                   help="with --eval-data-dir and without prompting among --methods: leave out the "
+                        "untrained model's evaluation on those files, where another session's "
+                        "results (merged with compare-merge) hold it for the same seeds")
     p.add_argument("--user-llm", default=None,
                    help="evaluation LLM user: default, a model folder, or none (symbolic arm only)")
     p.set_defaults(func=cmd_compare)
@@ -127,6 +131,9 @@ def cmd_compare(args) -> int:
     if args.data_dir and args.eval_data_dir:
         raise UserError("--data-dir already trains and evaluates on the original files; "
                         "--eval-data-dir is for training on the shipped tasks and evaluating on both.")
+    if args.no_untrained and not args.eval_data_dir:
+        raise UserError("--no-untrained leaves out the untrained model's evaluation on "
+                        "--eval-data-dir: give --eval-data-dir too, or drop it.")
     if args.data_dir:                  # the same task files for training and for evaluation
         folder = _folder("--data-dir", args.data_dir)
         sets.append(f"data.data_dir={json.dumps(str(folder))}")
@@ -140,7 +147,8 @@ def cmd_compare(args) -> int:
                        parallel=args.parallel,
                        device=args.device, eval_args=tuple(eval_args), runs_dir=Path(root),
                        first_seed=args.first_seed, eval_data_dir=(
-                           _folder("--eval-data-dir", args.eval_data_dir) if args.eval_data_dir else None))
+                           _folder("--eval-data-dir", args.eval_data_dir) if args.eval_data_dir else None),
+                       untrained_data_eval=not args.no_untrained)
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     out = run_compare(spec, command, say=lambda line: print(line, flush=True))
     print((out / "RESULTS.md").read_text())

@@ -244,6 +244,8 @@ def test_react_and_reflexion_are_prompting_rows_of_the_untrained_model(tmp_path)
 def test_eval_data_dir_evaluates_every_method_and_the_untrained_model_on_the_original_files(tmp_path):
     """Training reads the shipped tasks (no data.data_dir); each evaluation runs once on the
     shipped test split and once on the original files, prompting's too though not asked for."""
+    from dataclasses import replace
+
     from orchestrator.compare import CompareSpec, data_eval_jobs, eval_jobs, train_jobs
 
     folder = tmp_path / "userrl"
@@ -262,6 +264,21 @@ def test_eval_data_dir_evaluates_every_method_and_the_untrained_model_on_the_ori
         assert job.log.name.startswith("data-eval-")
     assert {j.log for j in data}.isdisjoint({j.log for j in plain})
     assert data_eval_jobs(CompareSpec(name="d", bench="usergym", runs_dir=tmp_path), logs) == []
+    # --no-untrained: a later session's methods alone, the untrained model's taken from another
+    # session at merge; prompting named among the methods is still evaluated
+    alone = data_eval_jobs(replace(spec, untrained_data_eval=False), logs)
+    assert sorted((j.method, j.seed) for j in alone) == [("eau", 0), ("eau", 1), ("ppo", 0), ("ppo", 1)]
+    named = data_eval_jobs(replace(spec, methods=("prompting", "ppo"), untrained_data_eval=False), logs)
+    assert sorted({j.method for j in named}) == ["ppo", "prompting"]
+
+
+def test_no_untrained_without_eval_data_dir_is_refused_in_one_sentence(tmp_path, capsys):
+    """The flag only means something beside --eval-data-dir; alone it would be silently ignored."""
+    rc = main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods",
+                   "grpo,grpo-eau", "--no-untrained"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "--no-untrained" in err and "--eval-data-dir" in err
+    assert not any(tmp_path.iterdir())
 
 
 def _fake_eval(exp_dir, name, seed, data, success):
