@@ -62,6 +62,20 @@ def test_other_methods_with_the_same_seeds_join_and_a_repeated_untrained_evaluat
     assert ("grpo", "prompting") in {(p["a"], p["b"]) for p in merged["stats"]["pairs"]}
 
 
+def test_a_session_run_with_no_untrained_pairs_against_another_sessions_untrained_model(
+        tmp_path, capsys):
+    """`compare --no-untrained` leaves the untrained model out of a later session: its methods
+    are still paired against prompting, whose evaluations come from the session that ran them."""
+    rng = np.random.default_rng(3)
+    a = _session(tmp_path, "a", [0, 1], rng)
+    b = _session(tmp_path, "b", [0, 1], rng, methods=("grpo",))
+    assert _merge(tmp_path, capsys, a, b)[0] == 0
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text())
+    assert sorted(merged["methods"]["prompting"]["seeds"]) == ["0", "1"]
+    pair = next(p for p in merged["stats"]["pairs"] if (p["a"], p["b"]) == ("grpo", "prompting"))
+    assert pair["success"]["seeds"] == 2 and not merged["notes"]
+
+
 def test_a_failed_seed_takes_another_sessions_result(tmp_path, capsys):
     rng = np.random.default_rng(2)
     a = write_results(tmp_path / "a", {"ppo": {"0": bernoulli(rng, {"travel": 0.5}),
