@@ -403,8 +403,9 @@ def effect_findings(effects: list[dict[str, Any]]) -> list[Finding]:
     floor): help that did not help is taken back (the built-in agent reverts them)."""
     return [Finding("no_effect", metric_gym(e.get("metric")),
                     f"commit {e['commit'][:10]} had no effect on {e.get('metric')} "
-                    f"({e.get('before')} -> {e.get('after')}, within the noise floor "
-                    f"{e.get('noise_floor')}).",
+                    f"({e.get('before')} -> {e.get('after')}"
+                    f"{f' over the {w} steps after it' if (w := e.get('window')) else ''}, "
+                    f"within the noise floor {e.get('noise_floor')}).",
                     {"commit": e["commit"], "metric": e.get("metric"), "delta": e.get("delta"),
                      "window": e.get("window")})
             for e in effects if e.get("label") == "inconclusive"]

@@ -377,7 +377,10 @@ def test_a_change_measured_no_effect_is_reverted_by_a_commit_that_says_so(tmp_pa
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     msg = last_msg(exp)
-    assert msg.startswith(f"Revert {sha[:10]}: no effect on score/travel") and f"Reverts: {sha}" in msg
+    assert msg.startswith(f"Revert {sha[:10]}: no effect on score/travel within 2 steps\n")
+    assert f"Reverts: {sha}" in msg
+    # the verdict says which window it covers: a later rise is not ruled out by it
+    assert "over the 2 steps after it, within the noise floor" in msg
     assert knobs(exp)["user"]["travel"]["match_threshold"] == 0.5
     # taken back once: the next session neither reverts again nor makes the change again
     res = base.run_session(ctx(exp, "s002"))
