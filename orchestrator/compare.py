@@ -32,6 +32,8 @@ What happens, and why:
 4. `--eval-data-dir FOLDER` (UserRL's folder): the runs still train on the shipped tasks, and every
    final checkpoint and the untrained model are evaluated once more on the bench's original test
    files; results.json keeps those under "data_files" and RESULTS.md reports them apart.
+   `--no-untrained` leaves the untrained model's evaluation there to another session whose
+   results hold it for the same seeds (compare-merge pairs against it).
 5. results.json keeps each evaluation's per-task results, and RESULTS.md gets, per set of
    evaluations, bootstrap intervals per method, paired differences per pair of methods (in a
    table and in words) and the per-gym table (orchestrator/compare_stats.py). `--first-seed K`

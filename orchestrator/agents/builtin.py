@@ -631,7 +631,7 @@ class Planner:
         if act is not None:
             # "within N steps": the verdict covers its window only. In the H100 runs of
             # 2026-12-07 the search shares went on rising after three step rewards so taken
-            # back, to 2-3 times PPO's of the same seed (benchmarks/RESULTS-learning.md)
+            # back, to 2.2-3.5 times PPO's of the same seed (benchmarks/RESULTS-learning.md)
             within = f" within {f.evidence['window']} steps" if f.evidence.get("window") else ""
             act.subject = f"Revert {sha[:10]}: no effect on {f.evidence.get('metric')}{within}"
             act.expect = f"{f.evidence.get('metric')} stays within its noise floor."
