@@ -401,10 +401,12 @@ def find_farmed_credit(episodes: list[dict[str, Any]]) -> list[Finding]:
 def effect_findings(effects: list[dict[str, Any]]) -> list[Finding]:
     """Applied changes measured "inconclusive" over their window (no effect beyond the noise
     floor): help that did not help is taken back (the built-in agent reverts them)."""
+    def span(e: dict[str, Any]) -> str:        # the verdict covers its window only
+        return f" over the {e['window']} steps after it" if e.get("window") else ""
+
     return [Finding("no_effect", metric_gym(e.get("metric")),
                     f"commit {e['commit'][:10]} had no effect on {e.get('metric')} "
-                    f"({e.get('before')} -> {e.get('after')}"
-                    f"{f' over the {w} steps after it' if (w := e.get('window')) else ''}, "
+                    f"({e.get('before')} -> {e.get('after')}{span(e)}, "
                     f"within the noise floor {e.get('noise_floor')}).",
                     {"commit": e["commit"], "metric": e.get("metric"), "delta": e.get("delta"),
                      "window": e.get("window")})

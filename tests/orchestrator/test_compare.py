@@ -275,7 +275,7 @@ def test_eval_data_dir_evaluates_every_method_and_the_untrained_model_on_the_ori
 def test_no_untrained_without_eval_data_dir_is_refused_in_one_sentence(tmp_path, capsys):
     """The flag only means something beside --eval-data-dir; alone it would be silently ignored."""
     rc = main(["--runs-dir", str(tmp_path), "compare", "--bench", "usergym", "--methods",
-                   "grpo,grpo-eau", "--no-untrained"])
+               "grpo,grpo-eau", "--no-untrained"])
     err = capsys.readouterr().err
     assert rc != 0 and "--no-untrained" in err and "--eval-data-dir" in err
     assert not any(tmp_path.iterdir())
