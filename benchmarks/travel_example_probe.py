@@ -1,7 +1,9 @@
 """Whether the untrained policy copies TravelGym's worked example into tasks it does not fit: the
 shipped workspace (`shipped`: one example shown, a hotel in Denver whose question is "Do you need
-parking at the hotel?"), all three shipped examples shown (`three`: hotel, flight and restaurant,
-each asking about its own aspect), or the flight example shown alone first (`flight`).
+parking at the hotel?"), the first two shown (`two`: hotel and flight, what the built-in agent's
+one more example for a copied question shows), all three shipped examples shown (`three`: hotel,
+flight and restaurant, each asking about its own aspect), or the flight example shown alone first
+(`flight`).
 
     python benchmarks/travel_example_probe.py                      # CPU: a few minutes a variant
     python benchmarks/travel_example_probe.py --variants shipped,three --episodes 30 --device cuda
@@ -35,7 +37,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from tau_example_probe import project_copy  # noqa: E402
 
-VARIANTS = ("shipped", "three", "flight")
+VARIANTS = ("shipped", "two", "three", "flight")
 COPIED = "parking at the hotel"          # the shipped first example's question, in its own words
 
 
@@ -44,8 +46,8 @@ def edit_workspace(copy: Path, variant: str) -> None:
     knobs = json.loads(knobs_file.read_text())
     demos_file = copy / "workspace" / "demonstrations" / "usergym.json"
     demos = json.loads(demos_file.read_text())
-    if variant == "three":
-        knobs["env"]["travel"]["demonstrations"] = len(demos["travel"])
+    if variant in ("two", "three"):
+        knobs["env"]["travel"]["demonstrations"] = 2 if variant == "two" else len(demos["travel"])
     elif variant == "flight":
         flight = [d for d in demos["travel"] if "flight" in d["id"]]
         demos["travel"] = flight + [d for d in demos["travel"] if d not in flight]

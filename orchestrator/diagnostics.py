@@ -662,6 +662,10 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 # a call with the shown example's values takes no step: it comes before the
                 # missing step it leaves missing, whose remedies (the example first) are in place
                 + progress.find_copied_examples(episodes, shown_call_values(run_dir))
+                # a question copied from the example into tasks it does not fit gets the user's
+                # catch-all: it comes before the catch-all's own finding, which has no remedy
+                + progress.find_copied_questions(episodes, shown_questions(run_dir),
+                                                 catchall_rules(run_dir))
                 + _progress_findings(episodes)
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
                 + find_collapse(episodes, metrics, window)
@@ -685,9 +689,9 @@ def _newest_snapshot(run_dir: Path | str) -> Path | None:
     return max(snaps, key=lambda p: p.stat().st_mtime) if snaps else None
 
 
-def shown_call_values(run_dir: Path | str) -> dict[str, dict[str, str]]:
-    """gym -> the tool-call argument values of the worked examples it is shown, in the run's
-    newest workspace snapshot (progress_findings.call_values), {} before any."""
+def shown_examples(run_dir: Path | str) -> dict[str, list[dict[str, Any]]]:
+    """gym -> the worked examples it is shown (`env.<gym>.demonstrations` of them, first first)
+    in the run's newest workspace snapshot, {} before any."""
     newest = _newest_snapshot(run_dir)
     if newest is None:
         return {}
@@ -707,10 +711,22 @@ def shown_call_values(run_dir: Path | str) -> dict[str, dict[str, str]]:
             except KeyError:
                 continue
             if isinstance(examples, list) and isinstance(shown, int) and shown > 0:
-                values = progress.call_values(examples[:shown])
-                if values:
-                    out[gym] = values
+                out[gym] = [ex for ex in examples[:shown] if isinstance(ex, dict)]
     return out
+
+
+def shown_call_values(run_dir: Path | str) -> dict[str, dict[str, str]]:
+    """gym -> the tool-call argument values of the worked examples it is shown
+    (progress_findings.call_values), for the gyms whose examples make calls."""
+    out = {g: progress.call_values(ex) for g, ex in shown_examples(run_dir).items()}
+    return {g: v for g, v in out.items() if v}
+
+
+def shown_questions(run_dir: Path | str) -> dict[str, dict[str, str]]:
+    """gym -> the questions of the worked examples it is shown (progress_findings.
+    example_questions), for the gyms whose examples ask any."""
+    out = {g: progress.example_questions(ex) for g, ex in shown_examples(run_dir).items()}
+    return {g: v for g, v in out.items() if v}
 
 
 def module_sources(run_dir: Path | str) -> dict[str, str]:

@@ -30,7 +30,7 @@ class Finding:
                          # reward_hack | loop | missing_step | early_answer | restated_prompt |
                          # idle_module | no_effect | module_errors | stale_rollouts |
                          # rejected_calls | uninformative_user | stale_disclosure |
-                         # copied_example
+                         # copied_example | copied_question
     gym: str | None      # the gym it concerns, None for run-wide findings
     message: str         # one sentence a person can read
     evidence: dict[str, Any] = field(default_factory=dict)

@@ -227,6 +227,72 @@ def find_copied_examples(episodes: list[dict[str, Any]],
     return out
 
 
+# ----------------------------------------------------------------------------- copied questions
+
+COPIED_QUESTION_FRAC = 0.15   # share of a gym's recent episodes that asked a shown example's own
+                              # question and got the user's catch-all reply to it: twice the
+                              # untrained policy's share (2 of the 30 held-out travel tasks,
+                              # benchmarks/travel_example_probe.py). Of travel's episodes in
+                              # steps 19-24 of the H100 runs of 2026-12-07, seeds 1-2: 18-29% under
+                              # PPO and EAU and GRPO seed 1, 2-8% in the other three runs; 1-13%
+                              # in steps 1-6 of all eight
+COPIED_QUESTION_MIN = 3       # such episodes, below which a gym's share says nothing
+
+
+def _norm_question(text: Any) -> str:
+    return " ".join(str(text or "").lower().split())
+
+
+def example_questions(examples: list[dict[str, Any]]) -> dict[str, str]:
+    """question -> example id, for the "[action] ..." turns the given worked examples' assistant
+    writes (lower case, spaces collapsed): the words a policy that copies the example asks in
+    every task, such as TravelGym's "[action] Do you need parking at the hotel?"."""
+    out: dict[str, str] = {}
+    for ex in examples:
+        for m in ex.get("messages") or []:
+            text = str(m.get("content") or "").strip() if m.get("role") == "assistant" else ""
+            if text.startswith("[action]"):
+                out.setdefault(_norm_question(text), str(ex.get("id") or "?"))
+    return out
+
+
+def find_copied_questions(episodes: list[dict[str, Any]], shown: dict[str, dict[str, str]],
+                          catchall: set[str]) -> list[Finding]:
+    """Episodes that ask a shown worked example's own question, word for word, in a task it does
+    not fit: the user answers it with its catch-all rule (`catchall`), which discloses nothing.
+    In the H100 runs of 2026-12-07 travel asked its first example's "Do you need parking at the
+    hotel?" in 35-52% of its episodes by steps 19-24, a third of them in tasks with no hotel,
+    where the untrained policy asked it in 5 of 30. `shown`: gym -> example_questions of the
+    examples the policy is shown now."""
+    out = []
+    if not catchall:
+        return out
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        questions = shown.get(gym) or {}
+        if not questions:
+            continue
+        caught = []
+        for ep in eps:
+            turn = next((t for t in _turns(ep) if t.get("rule_id") in catchall
+                         and _norm_question(t.get("agent")) in questions), None)
+            if turn is not None:
+                caught.append(turn)
+        if len(caught) < COPIED_QUESTION_MIN or len(caught) / len(eps) < COPIED_QUESTION_FRAC:
+            continue
+        asked = sorted({_norm_question(t.get("agent")) for t in caught})
+        eg = " and ".join(f"{quote(t.get('agent'), 60)} -> {quote(t.get('user'), 60)}"
+                          for t in caught[:1])
+        out.append(Finding(
+            "copied_question", gym,
+            f"{len(caught)} of {len(eps)} recent {gym} episodes ({len(caught) / len(eps):.0%}) asked "
+            f"a shown worked example's own question where their task does not fit it, and the user "
+            f"gave its catch-all reply; e.g. {eg}.",
+            {"episodes": len(eps), "copied": len(caught), "questions": asked,
+             "from": sorted({questions[q] for q in asked}),
+             "examples": [(t.get("agent") or "")[:160] for t in caught[:2]]}))
+    return out
+
+
 # ----------------------------------------------------------------------------- early answers
 
 

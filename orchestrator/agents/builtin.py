@@ -173,6 +173,7 @@ class Planner:
                     "missing_step": self.on_missing_step, "early_answer": self.on_early_answer,
                     "rejected_calls": self.on_rejected_calls,
                     "copied_example": self.on_copied_example,
+                    "copied_question": self.on_copied_question,
                     "stale_disclosure": self.on_stale_disclosure,
                     "no_effect": self.on_no_effect}
         self.unremedied, self.findings, self.waiting = [], findings, None
@@ -568,6 +569,14 @@ class Planner:
         if gym not in self.gyms or not step:
             return None
         return self.vetted([remedies.second_example(self, gym, step, f.message)])
+
+    def on_copied_question(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """A shown example's question asked where the task does not fit it: one more example,
+        whose questions differ (remedies.other_example says what it changed when measured)."""
+        if f.gym not in self.gyms:
+            return None
+        return self.vetted([remedies.other_example(self, f.gym, f.evidence.get("questions") or [],
+                                                   f.message)])
 
     def on_rejected_calls(self, f: Finding, run_dir: Path) -> Intervention | None:
         """Calls with the right tag whose arguments the environment rejects: an example that

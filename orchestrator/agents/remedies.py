@@ -36,6 +36,7 @@ from typing import Any
 from orchestrator import diagnostics, effects, gitops, replay
 from orchestrator.finding import Finding
 from orchestrator.gate_context import GYM_BENCH
+from orchestrator.progress_findings import example_questions
 from training import steps as S
 from training.benches.usergym.tau import tool_listing as tau_tool_listing
 
@@ -244,6 +245,36 @@ def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
     return Intervention(f"Show {gym} one more worked example that uses {S.WHAT[step]} ({shown} -> {new})",
                         f"{why} The examples shown use it, yet the policy does not; one more shows "
                         f"it again.", step_expect(gym, step), knobs={knob: new})
+
+
+def other_example(p, gym: str, copied: list[str], why: str) -> Intervention | None:
+    """One more shown example, when the next example of the file does not ask the question the
+    policy copies (`copied`, as progress_findings.example_questions writes them): two examples
+    asking about different things show that the question depends on the task. Judged by the
+    first step the gym's success needs, which the copied question stood in for.
+    Measured (2026-12-07): travel's first example's "Do you need parking at the hotel?" was asked
+    by 0 of 96 GRPO+EAU training episodes after a second example was shown at step 18 (36 of 232
+    before), and `[search]` rose from 22% to 41% of them. The untrained SmolLM2 on the 30
+    held-out travel tasks (benchmarks/travel_example_probe.py) asked it in 0 episodes shown the
+    first two examples, 5 shown the first alone, and searched in 16 against 9."""
+    rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
+    if {rel, f"{rel}#{gym}", knob} & p.busy:
+        return None
+    shown = int(p.value(knob) or 0)
+    try:
+        examples = json.loads((p.ws / rel).read_text()).get(gym) or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    new = p.step(knob, +1)
+    if new is None or new > len(examples) or set(copied) & set(example_questions([examples[new - 1]])):
+        return None
+    first = S.NEEDED.get(gym, ())[:1]
+    return Intervention(
+        f"Show {gym} one more worked example, whose questions differ from the one it copies "
+        f"({shown} -> {new})",
+        f"{why} The policy asks the example's question whatever the task; a second example that "
+        f"asks about something else shows that the question depends on the task.",
+        step_expect(gym, first[0]) if first else f"score/{gym} rises.", knobs={knob: new})
 
 
 def second_example(p, gym: str, step: str, why: str) -> Intervention | None:

@@ -3,6 +3,7 @@ a worked example that shows the missing step, a reward for it paid at its first 
 easier disclosure while a gym is stuck at the turn cap (and harder again past 0.80), taking back
 what had no effect; and nothing committed that its own replay shows cannot work."""
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -977,3 +978,74 @@ def test_questions_the_catch_all_rule_answers_are_left_to_a_person_and_said_why(
     assert "the rule to add, for travel alone, is for a person or a Claude Code or Codex session " \
            "(users/<bench>/rules.json): 18 of 18 recent travel questions (100%) got the user's " \
            "catch-all reply" in said
+
+
+PARKING = "[action] Do you need parking at the hotel?"   # the shipped first travel example's question
+CATCH_ALL = "I'm not sure; could you ask about something more specific?"
+
+
+def travel_copying(i: int, fits: bool = False) -> dict:
+    """Asks the shown example's hotel question in a flight task (the user's catch-all answers
+    it), or in a hotel task whose user wants parking (`fits`: a rule that discloses answers)."""
+    asked = turn(PARKING, "For the hotel, I want parking: yes." if fits else CATCH_ALL,
+                 rule_id="answer-matched" if fits else "unknown", user_replied=True)
+    return ep("travel", [asked, turn("[search] flight Lisbon", "F1 | SkyJet | Lisbon | $120",
+                                     user_replied=False, first_steps=["search"])],
+              prompt="I need a hotel in Lisbon." if fits else "I need a flight to Lisbon.", task=f"t{i}")
+
+
+def test_a_copied_example_question_answered_by_the_catch_all_is_found_per_gym():
+    """Episodes asking the shown example's own question, word for word, where the user's
+    catch-all answers it: a finding at 3 such episodes and 15% of the gym's; the same question
+    where it fits (a rule that discloses) is no copy, nor is a question of the policy's own, and
+    without the catch-all rule's id nothing is judged."""
+    from orchestrator.progress_findings import example_questions, find_copied_questions
+    demos = json.loads((ROOT / "workspace" / "demonstrations" / "usergym.json").read_text())["travel"]
+    shown = {"travel": example_questions(demos[:1])}
+    assert shown["travel"] == {"[action] do you need parking at the hotel?": "travel-hotel-denver"}
+    fitting = [travel_copying(i, fits=True) for i in range(6)]
+    assert find_copied_questions(fitting + [travel_copying(i) for i in range(2)], shown, {"unknown"}) == []
+    own = ep("travel", [turn("[action] Do you mind a stop on the way?", CATCH_ALL, rule_id="unknown")])
+    assert find_copied_questions(fitting + [own] * 3, shown, {"unknown"}) == []
+    eps = fitting + [travel_copying(i) for i in range(3)]
+    found = find_copied_questions(eps, shown, {"unknown"})
+    assert [(f.kind, f.gym, f.evidence["copied"], f.evidence["episodes"], f.evidence["from"])
+            for f in found] == [("copied_question", "travel", 3, 9, ["travel-hotel-denver"])]
+    assert found[0].message.startswith("3 of 9 recent travel episodes (33%) asked a shown worked "
+                                       "example's own question where their task does not fit it")
+    assert find_copied_questions(eps, shown, set()) == []
+    assert find_copied_questions(eps + fitting * 3, shown, {"unknown"}) == []      # 3 of 27: 11%
+
+
+def snapshot_workspace(exp):
+    """The run's snapshot of the workspace it loaded (the trainer copies each tree it loads)."""
+    shutil.copytree(exp / "workspace", exp / "run-001" / "snapshots" / "seed",
+                    ignore=shutil.ignore_patterns(".git"))
+
+
+def test_a_copied_question_gets_one_more_example_that_asks_another(tmp_path, monkeypatch):
+    """Travel asks its one shown example's hotel question in flight tasks: the second shipped
+    example (a flight, asking about departure and stops) is shown too, judged by the share of
+    travel episodes that search. Where the next example asks the same question, nothing is
+    committed for it."""
+    exp = usergym_exp(tmp_path, monkeypatch, {s: [travel_copying(1), travel_copying(2, fits=True)]
+                                              for s in (4, 5, 6)})
+    snapshot_workspace(exp)
+    res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
+    assert knobs(exp)["env"]["travel"]["demonstrations"] == 2
+    msg = last_msg(exp)
+    assert msg.startswith("Show travel one more worked example, whose questions differ from the one "
+                          "it copies (1 -> 2)")
+    assert "3 of 6 recent travel episodes (50%) asked a shown worked example's own question" in msg
+    assert '"[action] Do you need parking at the hotel?" -> "I\'m not sure;' in msg
+    assert "Expect: took/travel/search rises, then score/travel." in msg
+
+    from orchestrator.agents import remedies
+    agent = type("P", (), {"ws": exp / "workspace", "busy": set(),
+                           "value": lambda self, k: 1, "step": lambda self, k, d: 2})()
+    demos_file = exp / "workspace" / "demonstrations" / "usergym.json"
+    demos = json.loads(demos_file.read_text())
+    demos["travel"][1]["messages"][1]["content"] = PARKING
+    demos_file.write_text(json.dumps(demos))
+    assert remedies.other_example(agent, "travel", [PARKING.lower()], "why") is None
