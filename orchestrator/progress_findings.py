@@ -285,8 +285,8 @@ def find_copied_questions(episodes: list[dict[str, Any]], shown: dict[str, dict[
         out.append(Finding(
             "copied_question", gym,
             f"{len(caught)} of {len(eps)} recent {gym} episodes ({len(caught) / len(eps):.0%}) asked "
-            f"a shown worked example's own question where their task does not fit it, and the user "
-            f"gave its catch-all reply; e.g. {eg}.",
+            f"a shown worked example's own question word for word and got the user's catch-all "
+            f"reply, their task holding nothing it asks about; e.g. {eg}.",
             {"episodes": len(eps), "copied": len(caught), "questions": asked,
              "from": sorted({questions[q] for q in asked}),
              "examples": [(t.get("agent") or "")[:160] for t in caught[:2]]}))

@@ -1012,7 +1012,8 @@ def test_a_copied_example_question_answered_by_the_catch_all_is_found_per_gym():
     assert [(f.kind, f.gym, f.evidence["copied"], f.evidence["episodes"], f.evidence["from"])
             for f in found] == [("copied_question", "travel", 3, 9, ["travel-hotel-denver"])]
     assert found[0].message.startswith("3 of 9 recent travel episodes (33%) asked a shown worked "
-                                       "example's own question where their task does not fit it")
+                                       "example's own question word for word and got the user's "
+                                       "catch-all reply")
     assert find_copied_questions(eps, shown, set()) == []
     assert find_copied_questions(eps + fitting * 3, shown, {"unknown"}) == []      # 3 of 27: 11%
 
@@ -1037,7 +1038,8 @@ def test_a_copied_question_gets_one_more_example_that_asks_another(tmp_path, mon
     msg = last_msg(exp)
     assert msg.startswith("Show travel one more worked example, whose questions differ from the one "
                           "it copies (1 -> 2)")
-    assert "3 of 6 recent travel episodes (50%) asked a shown worked example's own question" in msg
+    assert "3 of 6 recent travel episodes (50%) asked a shown worked example's own question word " \
+           "for word and got the user's catch-all reply" in msg
     assert '"[action] Do you need parking at the hotel?" -> "I\'m not sure;' in msg
     assert "Expect: took/travel/search rises, then score/travel." in msg
 
