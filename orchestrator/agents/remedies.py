@@ -230,18 +230,30 @@ def step_example_first(data: dict[str, Any], gym: str, step: str, shown: int) ->
     return first
 
 
-def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
-    """One more shown example, when the next example of the file takes the step too."""
+def _next_example(p, gym: str) -> tuple[str, int, int, dict[str, Any]] | None:
+    """(knob, shown, new, the example that would be shown next) for one more of the gym's
+    examples; None while its examples file is being measured, or where there is no next one
+    (the knob at its limit or the file's examples all shown)."""
     rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
+    if {rel, f"{rel}#{gym}"} & p.busy:
+        return None
     shown = int(p.value(knob) or 0)
     try:
         examples = json.loads((p.ws / rel).read_text()).get(gym) or []
     except (OSError, ValueError, AttributeError):
         return None
     new = p.step(knob, +1)
-    if new is None or {rel, f"{rel}#{gym}"} & p.busy or new > len(examples) or \
-            not example_takes(gym, step, examples[new - 1]):
+    if new is None or new > len(examples):
         return None
+    return knob, shown, new, examples[new - 1]
+
+
+def more_examples(p, gym: str, step: str, why: str) -> Intervention | None:
+    """One more shown example, when the next example of the file takes the step too."""
+    nxt = _next_example(p, gym)
+    if nxt is None or not example_takes(gym, step, nxt[3]):
+        return None
+    knob, shown, new, _ = nxt
     return Intervention(f"Show {gym} one more worked example that uses {S.WHAT[step]} ({shown} -> {new})",
                         f"{why} The examples shown use it, yet the policy does not; one more shows "
                         f"it again.", step_expect(gym, step), knobs={knob: new})
@@ -257,17 +269,10 @@ def other_example(p, gym: str, copied: list[str], why: str) -> Intervention | No
     before), and `[search]` rose from 22% to 41% of them. The untrained SmolLM2 on the 30
     held-out travel tasks (benchmarks/travel_example_probe.py) asked it in 0 episodes shown the
     first two examples, 5 shown the first alone, and searched in 16 against 9."""
-    rel, knob = f"demonstrations/{GYM_BENCH.get(gym)}.json", f"env.{gym}.demonstrations"
-    if {rel, f"{rel}#{gym}", knob} & p.busy:
+    nxt = _next_example(p, gym)
+    if nxt is None or set(copied) & set(example_questions([nxt[3]])):
         return None
-    shown = int(p.value(knob) or 0)
-    try:
-        examples = json.loads((p.ws / rel).read_text()).get(gym) or []
-    except (OSError, ValueError, AttributeError):
-        return None
-    new = p.step(knob, +1)
-    if new is None or new > len(examples) or set(copied) & set(example_questions([examples[new - 1]])):
-        return None
+    knob, shown, new, _ = nxt
     first = S.NEEDED.get(gym, ())[:1]
     return Intervention(
         f"Show {gym} one more worked example, whose questions differ from the one it copies "
