@@ -325,15 +325,17 @@ def seed_entry(folder: Path, summary: dict[str, Any]) -> dict[str, Any]:
             "tasks": compare_stats.task_rows(episodes) if episodes.exists() else {}}
 
 
-def add_aggregates(results: dict[str, Any]) -> None:
+def add_aggregates(results: dict[str, Any], twins: dict[str, Any] | None = None) -> None:
     """Each method's aggregate (trained and held-out gyms apart) and the intervals and paired
-    differences (compare_stats), in each set of evaluations."""
+    differences (compare_stats; `twins`: the pairs besides each against the untrained model,
+    by default each method with a meta-agent against its algorithm alone), in each set of
+    evaluations."""
     trained, held_out = results["trained_gyms"], results["held_out_gyms"]
     groups = {"trained": list(trained), "held_out": held_out} if held_out else {}
     for place in (results, results.get("data_files")):
         for entry in (place or {}).get("methods", {}).values():
             entry["aggregate"] = aggregate(entry["seeds"], groups)
-    compare_stats.add_stats(results, agent_twins())
+    compare_stats.add_stats(results, agent_twins() if twins is None else twins)
 
 
 def agent_twins() -> dict[str, str]:

@@ -20,6 +20,14 @@ differences one `compare` of all the runs would have written. It refuses, in one
    stands for one run. The untrained model is the exception: the same model evaluated with the
    same seed under the same protocol is the same measurement, and the first file's is kept.
 A seed that failed in one file (its cell "missing") and has a result in another takes the result.
+
+`--by-user-mode` merges sessions that differ in `--user-mode` (the paper's table 3: the LLM,
+symbolic and hybrid users): each trained method is named with the user it trained against
+(`eau@llm`, `eau@hybrid`), and each is paired against the same method with the LLM user alone,
+the paper's baseline, as well as against its algorithm without the agent and the untrained
+model. A session without `--user-mode` whose runs had no LLM user (`--set rollout.user_llm=none`,
+as the series of 2026-12-07) trained against the symbolic user alone and counts as `symbolic`;
+any other counts as `default`. The untrained model trains against no user and keeps its name.
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.compare import CompareSpec, add_aggregates, render_markdown
+from orchestrator.compare import PROMPTED, CompareSpec, add_aggregates, agent_twins, render_markdown
 from orchestrator.errors import UserError
 
 SETS = ("methods", "data_files")        # results.json's sets of evaluations
@@ -96,10 +104,12 @@ def _training(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_training(files: list[dict[str, Any]]) -> None:
+def check_training(files: list[dict[str, Any]], by_user_mode: bool = False) -> None:
     first: dict[str, tuple[str, Any]] = {}               # setting -> (file, value) first seen
     for r in files:
         for what, value in _training(r).items():
+            if by_user_mode and what == TRAINING["user_mode"]:
+                continue
             f0, v0 = first.setdefault(what, (r["file"], value))
             if value != v0:
                 raise UserError(f"{f0} and {r['file']} trained with different {what} ({_said(v0)} "
@@ -115,7 +125,35 @@ def _untrained(entry: dict[str, Any]) -> bool:
     return entry.get("source") == "model"
 
 
-def merge(files: list[dict[str, Any]]) -> dict[str, Any]:
+def user_mode_of(r: dict[str, Any]) -> str:
+    """The user a session's runs trained against: its --user-mode; else "symbolic" where
+    `rollout.user_llm=none` left the symbolic user alone; else "default" (the bench's mix)."""
+    spec = r.get("spec") or {}
+    if spec.get("user_mode"):
+        return str(spec["user_mode"])
+    alone = any(str(s).replace(" ", "") == "rollout.user_llm=none" for s in spec.get("sets") or ())
+    return "symbolic" if alone else "default"
+
+
+def _label(method: str, r: dict[str, Any], by_user_mode: bool) -> str:
+    return f"{method}@{user_mode_of(r)}" if by_user_mode and method not in PROMPTED else method
+
+
+def user_mode_twins(methods: list[str]) -> dict[str, list[str]]:
+    """`method@mode` -> its algorithm without the agent under the same user (eau@hybrid ->
+    ppo@hybrid) and the same method under the LLM user alone (eau@hybrid -> eau@llm)."""
+    agents = agent_twins()
+    out: dict[str, list[str]] = {}
+    for m in methods:
+        base, _, mode = m.partition("@")
+        if not mode:
+            continue
+        out[m] = [f"{agents[base]}@{mode}"] if base in agents else []
+        out[m] += [f"{base}@llm"] if mode != "llm" else []
+    return out
+
+
+def merge(files: list[dict[str, Any]], by_user_mode: bool = False) -> dict[str, Any]:
     """The sessions' evaluations as one results.json, with aggregates and intervals."""
     benches = {r["bench"] for r in files}
     if len(benches) > 1:
@@ -123,7 +161,7 @@ def merge(files: list[dict[str, Any]]) -> dict[str, Any]:
         raise UserError(f"{a['file']} compares on {a['bench']} and {b['file']} on {b['bench']}: "
                         f"results of different benches cannot be merged.")
     check_protocols(files)
-    check_training(files)
+    check_training(files, by_user_mode)
     merged: dict[str, Any] = {"bench": files[0]["bench"], "data": files[0].get("data", "shipped"),
                               "methods": {}, "jobs": [],
                               "trained_gyms": files[0].get("trained_gyms") or [],
@@ -138,10 +176,13 @@ def merge(files: list[dict[str, Any]]) -> dict[str, Any]:
             merged.setdefault("stale_rollouts", {}).setdefault(exp, []).extend(steps)
         for key in SETS:
             for m, entry in _place(r, key).get("methods", {}).items():
+                m = _label(m, r, by_user_mode)
                 into = _place(merged, key)["methods"].setdefault(m, {"seeds": {}})["seeds"]
                 for seed, s in entry.get("seeds", {}).items():
                     _take(into, (key, m, seed), s, r["file"], where, merged["notes"])
-    add_aggregates(merged)
+    if by_user_mode:
+        merged["user_modes"] = {r["file"]: user_mode_of(r) for r in files}
+    add_aggregates(merged, user_mode_twins(list(merged["methods"])) if by_user_mode else None)
     return merged
 
 
@@ -174,7 +215,7 @@ def sessions_lines(files: list[dict[str, Any]], notes: list[str]) -> list[str]:
     return lines + ([""] + [f"- {n}" for n in notes] if notes else []) + [""]
 
 
-def write_merged(out: Path, paths: list[Path], command: str) -> Path:
+def write_merged(out: Path, paths: list[Path], command: str, by_user_mode: bool = False) -> Path:
     """Merge the sessions' results into out/results.json and out/RESULTS.md; returns out."""
     files = [load_results(p) for p in paths]
     given = [str(Path(r["file"]).resolve()) for r in files]
@@ -185,7 +226,7 @@ def write_merged(out: Path, paths: list[Path], command: str) -> Path:
     if out.resolve() in inputs:
         raise UserError(f"{out} holds one of the results being merged: give the merge a folder of "
                         f"its own, so no session's raw results are overwritten.")
-    merged = merge(files)
+    merged = merge(files, by_user_mode)
     merged["merged_from"] = [{"file": r["file"], "spec": r.get("spec")} for r in files]
     methods = tuple(merged["methods"])
     seeds = {s for e in merged["methods"].values() for s in e["seeds"]}

@@ -210,16 +210,19 @@ def _wear(seeds: dict[str, dict[str, Any]], gym: str) -> dict[str, float | None]
             "rejected": sum(r["rejected"] for r in marked) / marked_turns if marked_turns else None}
 
 
-def method_pairs(methods: list[str], twins: dict[str, str]) -> list[tuple[str, str]]:
-    """(A, B) to compare: each method with a meta-agent against its algorithm without one (EAU
-    against PPO, grpo-eau against grpo: `twins`), then every method against the untrained model."""
-    out = [(m, twins[m]) for m in methods if twins.get(m) in methods]
+def method_pairs(methods: list[str], twins: dict[str, Any]) -> list[tuple[str, str]]:
+    """(A, B) to compare: each method against its twins, B or a list of them (EAU against PPO,
+    grpo-eau against grpo: the meta-agent's effect; a user mode against the LLM user: compare_merge
+    --by-user-mode), then every method against the untrained model."""
+    out = [(m, b) for m in methods
+           for b in ([twins[m]] if isinstance(twins.get(m), str) else twins.get(m) or [])
+           if b in methods]
     if BASELINE in methods:
         out += [(m, BASELINE) for m in methods if m != BASELINE]
     return out
 
 
-def set_stats(methods: dict[str, dict[str, Any]], twins: dict[str, str],
+def set_stats(methods: dict[str, dict[str, Any]], twins: dict[str, Any],
               groups: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """Intervals per method, paired differences per pair, the same in each group of gyms
     (trained, held-out) for success, and the per-gym rows of one set of evaluations
@@ -252,7 +255,7 @@ def set_stats(methods: dict[str, dict[str, Any]], twins: dict[str, str],
     return stats
 
 
-def add_stats(results: dict[str, Any], twins: dict[str, str]) -> None:
+def add_stats(results: dict[str, Any], twins: dict[str, Any]) -> None:
     """Put `set_stats` beside each set of evaluations of a results.json, with the trained and
     held-out gyms as groups where some gyms were held out of training."""
     held = results.get("held_out_gyms") or []

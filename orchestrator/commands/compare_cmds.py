@@ -90,12 +90,16 @@ def register_merge(sub) -> None:
     p.add_argument("out", metavar="OUT", help="folder for the merged results.json and RESULTS.md")
     p.add_argument("results", nargs="+", metavar="RESULTS",
                    help="each session's results.json, or the folder holding it (runs/NAME)")
+    p.add_argument("--by-user-mode", action="store_true",
+                   help="merge sessions that differ in --user-mode (the paper's user table): each "
+                        "trained method is named with its user (eau@hybrid) and paired against "
+                        "the same method with the LLM user alone (eau@llm)")
     p.set_defaults(func=cmd_compare_merge)
 
 
 def cmd_compare_merge(args) -> int:
     command = "orchestrator " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    out = write_merged(Path(args.out), [Path(r) for r in args.results], command)
+    out = write_merged(Path(args.out), [Path(r) for r in args.results], command, args.by_user_mode)
     print((out / "RESULTS.md").read_text())
     print(f"results: {out}/RESULTS.md, {out}/results.json")
     return 0

@@ -206,3 +206,28 @@ def test_a_committed_run_of_another_setting_is_refused_beside_the_series(tmp_pat
     for f in apart:
         rc, io = _merge(tmp_path, capsys, f, out=f.stem)
         assert rc == 0, io.err
+
+
+def test_sessions_of_other_user_modes_merge_by_user_mode_paired_against_the_llm_user(tmp_path, capsys):
+    """The paper's user table: sessions that differ only in --user-mode are refused by a plain
+    merge and merged with --by-user-mode, each trained method named with its user and paired
+    against the same method with the LLM user alone and against its algorithm alone; a session
+    with no LLM user (rollout.user_llm=none) is the symbolic row; the untrained model keeps its
+    name."""
+    rng = np.random.default_rng(7)
+    series = _session(tmp_path, "series", [0], rng, spec={"sets": ["rollout.user_llm=none"]})
+    llm = _session(tmp_path, "llm", [0], rng, methods=("eau",), spec={"user_mode": "llm"})
+    hybrid = _session(tmp_path, "hybrid", [0], rng, methods=("ppo", "eau"), spec={"user_mode": "hybrid"})
+    err = _one_sentence(*_merge(tmp_path, capsys, series, llm, hybrid))
+    assert "different --user-mode" in err
+    rc = main(["compare-merge", str(tmp_path / "um"), str(series), str(llm), str(hybrid), "--by-user-mode"])
+    assert rc == 0, capsys.readouterr().err
+    merged = json.loads((tmp_path / "um" / "results.json").read_text())
+    assert list(merged["methods"]) == ["prompting", "ppo@symbolic", "eau@symbolic", "eau@llm",
+                                       "ppo@hybrid", "eau@hybrid"]
+    pairs = {(p["a"], p["b"]) for p in merged["stats"]["pairs"]}
+    assert {("eau@hybrid", "eau@llm"), ("eau@symbolic", "eau@llm"), ("eau@hybrid", "ppo@hybrid"),
+            ("eau@symbolic", "ppo@symbolic"), ("eau@llm", "prompting")} <= pairs
+    assert ("eau@llm", "eau@llm") not in pairs and ("ppo@hybrid", "eau@llm") not in pairs
+    assert set(merged["user_modes"].values()) == {"symbolic", "llm", "hybrid"}
+    assert "| eau@hybrid − eau@llm |" in (tmp_path / "um" / "RESULTS.md").read_text()
