@@ -14,7 +14,9 @@ What happens, and why:
    after each run that starts the next, up to `--max-runs`). A method may name its training
    algorithm first (`algorithm.name`): `grpo` and `infopo` alone, or with an agent
    (`grpo-eau`, `infopo-eau-codex`), so the rows of the paper's Table 5 (an algorithm with and
-   without EAU) come from one command; plain `ppo` and `eau` train with PPO. All of them start
+   without EAU) come from one command; plain `ppo` and `eau` train with PPO. A method may also
+   name the user it trains against (`eau@llm`, `eau@hybrid`: `start --user-mode`, the paper's
+   user table), each then paired against the same method with the LLM user. All of them start
    from the same project workspace, the same `--knob` starting knobs, the same config
    (`--preset`, `--set`, `--steps`) and `trainer.seed` = the seed, so the method is the only
    difference.
@@ -74,6 +76,20 @@ TRAINED = {**{m: ("ppo", a) for m, a in AGENTS.items()},
 # (training/prompting.py), each evaluated by the same walled protocol, nothing trained
 PROMPTED = ("prompting", "react", "reflexion")
 METHODS = (*PROMPTED, *TRAINED)
+# `METHOD@MODE` trains the method against one user (the paper's user table: `start --user-mode`),
+# so one comparison runs `eau@llm,eau@hybrid` side by side, each paired against `eau@llm`
+USER_MODES = ("llm", "symbolic", "hybrid")
+
+
+def split_method(method: str) -> tuple[str, str | None]:
+    """("eau", "hybrid") for "eau@hybrid", ("eau", None) for "eau"."""
+    base, at, mode = method.partition("@")
+    return base, (mode if at else None)
+
+
+def exp_name(spec: "CompareSpec", method: str, seed: int) -> str:
+    """A trained method's experiment (runs/NAME-eau-s0, runs/NAME-eau-hybrid-s0)."""
+    return f"{spec.name}-{method.replace('@', '-')}-s{seed}"
 
 
 @dataclass(frozen=True)
@@ -124,14 +140,27 @@ class Job:
 
 
 def check_spec(spec: CompareSpec) -> None:
-    unknown = [m for m in spec.methods if m not in METHODS]
+    unknown = [m for m in spec.methods if split_method(m)[0] not in METHODS]
     if unknown:
         raise UserError(f"unknown method {unknown[0]!r}: choose from {', '.join(METHODS)}.")
+    for m in spec.methods:
+        base, mode = split_method(m)
+        if mode is None:
+            continue
+        if base in PROMPTED:
+            raise UserError(f"{m}: {base} trains against no user, so it takes no @user mode.")
+        if mode not in USER_MODES:
+            raise UserError(f"{m}: the user mode after @ is one of {', '.join(USER_MODES)}.")
+        if spec.user_mode is not None:
+            raise UserError(f"{m} names its user mode and --user-mode {spec.user_mode} names "
+                            f"another for every run: give one or the other.")
     if spec.seeds < 1 or spec.parallel < 1:
         raise UserError("--seeds and --parallel must be at least 1.")
-    generic = [m for m in spec.methods if m in GENERIC]
-    if generic and spec.user_mode not in (None, "llm"):
-        raise UserError(f"--user-mode {spec.user_mode} cannot apply to {generic[0]}, which trains "
+    generic = [m for m in spec.methods if split_method(m)[0] in GENERIC]
+    mode = next((split_method(m)[1] or spec.user_mode for m in generic
+                 if (split_method(m)[1] or spec.user_mode) not in (None, "llm")), None)
+    if mode is not None:
+        raise UserError(f"--user-mode {mode} cannot apply to {generic[0]}, which trains "
                         f"against the LLM user alone (paper table 4): compare it in a run of its own.")
     if spec.first_seed < 0:
         raise UserError("--first-seed must be 0 or more.")
@@ -139,8 +168,8 @@ def check_spec(spec: CompareSpec) -> None:
         raise UserError("--set algorithm.name would relabel every method: name the algorithm in "
                         "the method instead (e.g. --methods grpo,grpo-eau).")
     for m in spec.methods:
-        if m in TRAINED:
-            exp = spec.runs_dir / f"{spec.name}-{m}-s{spec.first_seed}"
+        if split_method(m)[0] in TRAINED:
+            exp = spec.runs_dir / exp_name(spec, m, spec.first_seed)
             if (exp / "experiment.json").exists():
                 raise UserError(f"{exp} exists: a comparison starts fresh experiments; pick another "
                                 f"--name or remove the old ones.")
@@ -153,9 +182,10 @@ def _cli(spec: CompareSpec) -> list[str]:
 def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
     jobs = []
     for seed in seed_range(spec):
-        for m in (m for m in spec.methods if m in TRAINED):
-            algorithm, agent = TRAINED[m]
-            exp = f"{spec.name}-{m}-s{seed}"
+        for m in (m for m in spec.methods if split_method(m)[0] in TRAINED):
+            base, mode = split_method(m)
+            algorithm, agent = TRAINED[base]
+            exp = exp_name(spec, m, seed)
             argv = _cli(spec) + ["start", "--agent", agent, "--bench", spec.bench, "--exp", exp,
                                  "--no-live", "--set", f"trainer.seed={seed}",
                                  "--set", f"model.device={spec.device}",
@@ -163,10 +193,10 @@ def train_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
             for flag, value in (("--preset", spec.preset), ("--steps", spec.steps),
                                 ("--model", spec.model), ("--every", spec.every),
                                 ("--window", spec.window), ("--max-lag", spec.max_lag),
-                                ("--user-mode", spec.user_mode), ("--max-runs", spec.max_runs)):
+                                ("--user-mode", mode or spec.user_mode), ("--max-runs", spec.max_runs)):
                 if value is not None:
                     argv += [flag, str(value)]
-            if m in GENERIC:
+            if base in GENERIC:
                 argv += list(GENERIC_FLAGS)
             for item in spec.sets:
                 argv += ["--set", item]
@@ -186,11 +216,12 @@ def eval_jobs(spec: CompareSpec, logs: Path) -> list[Job]:
                 head += ["--prompting", m] if m != "prompting" else []
                 exp = f"{spec.name}-{m}"
             else:
-                exp = f"{spec.name}-{m}-s{seed}"
+                exp = exp_name(spec, m, seed)
                 head = [exp]
             argv = _cli(spec) + ["eval", *head, "--seed", str(seed), "--device", spec.device,
                                  *spec.eval_args]
-            jobs.append(Job("eval", m, seed, argv, logs / f"eval-{m}-s{seed}.log", extra={"exp": exp}))
+            log = logs / f"eval-{m.replace('@', '-')}-s{seed}.log"
+            jobs.append(Job("eval", m, seed, argv, log, extra={"exp": exp}))
     return jobs
 
 
@@ -335,7 +366,9 @@ def add_aggregates(results: dict[str, Any], twins: dict[str, Any] | None = None)
     for place in (results, results.get("data_files")):
         for entry in (place or {}).get("methods", {}).values():
             entry["aggregate"] = aggregate(entry["seeds"], groups)
-    compare_stats.add_stats(results, agent_twins() if twins is None else twins)
+    if twins is None:
+        twins = {**agent_twins(), **user_mode_twins(list(results.get("methods") or {}))}
+    compare_stats.add_stats(results, twins)
 
 
 def agent_twins() -> dict[str, str]:
@@ -344,6 +377,21 @@ def agent_twins() -> dict[str, str]:
     plain = {algo: m for m, (algo, agent) in TRAINED.items() if agent == "none"}
     return {m: plain[algo] for m, (algo, agent) in TRAINED.items()
             if agent != "none" and algo in plain}
+
+
+def user_mode_twins(methods: list[str]) -> dict[str, list[str]]:
+    """`method@mode` -> its algorithm without the agent under the same user (eau@hybrid ->
+    ppo@hybrid) and the same method under the LLM user alone (eau@hybrid -> eau@llm: the
+    paper's user table measures the symbolic and hybrid users against it)."""
+    agents = agent_twins()
+    out: dict[str, list[str]] = {}
+    for m in methods:
+        base, mode = split_method(m)
+        if mode is None:
+            continue
+        out[m] = ([f"{agents[base]}@{mode}"] if base in agents else []) + \
+            ([f"{base}@llm"] if mode != "llm" else [])
+    return out
 
 
 def trained_gyms(spec: CompareSpec, jobs: list[Job]) -> tuple[str, ...]:

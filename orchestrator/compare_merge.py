@@ -35,7 +35,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.compare import PROMPTED, CompareSpec, add_aggregates, agent_twins, render_markdown
+from orchestrator.compare import PROMPTED, CompareSpec, add_aggregates, render_markdown, split_method
 from orchestrator.errors import UserError
 
 SETS = ("methods", "data_files")        # results.json's sets of evaluations
@@ -136,21 +136,11 @@ def user_mode_of(r: dict[str, Any]) -> str:
 
 
 def _label(method: str, r: dict[str, Any], by_user_mode: bool) -> str:
-    return f"{method}@{user_mode_of(r)}" if by_user_mode and method not in PROMPTED else method
-
-
-def user_mode_twins(methods: list[str]) -> dict[str, list[str]]:
-    """`method@mode` -> its algorithm without the agent under the same user (eau@hybrid ->
-    ppo@hybrid) and the same method under the LLM user alone (eau@hybrid -> eau@llm)."""
-    agents = agent_twins()
-    out: dict[str, list[str]] = {}
-    for m in methods:
-        base, _, mode = m.partition("@")
-        if not mode:
-            continue
-        out[m] = [f"{agents[base]}@{mode}"] if base in agents else []
-        out[m] += [f"{base}@llm"] if mode != "llm" else []
-    return out
+    """The method's name in the merge: with the session's user mode where --by-user-mode asks,
+    unless it names its own (`compare --methods eau@hybrid`) or trains nothing (prompting)."""
+    if not by_user_mode or method in PROMPTED or split_method(method)[1]:
+        return method
+    return f"{method}@{user_mode_of(r)}"
 
 
 def merge(files: list[dict[str, Any]], by_user_mode: bool = False) -> dict[str, Any]:
@@ -182,7 +172,7 @@ def merge(files: list[dict[str, Any]], by_user_mode: bool = False) -> dict[str, 
                     _take(into, (key, m, seed), s, r["file"], where, merged["notes"])
     if by_user_mode:
         merged["user_modes"] = {r["file"]: user_mode_of(r) for r in files}
-    add_aggregates(merged, user_mode_twins(list(merged["methods"])) if by_user_mode else None)
+    add_aggregates(merged)
     return merged
 
 

@@ -25,7 +25,9 @@ def register(sub) -> None:
     p.add_argument("--methods", default="prompting,ppo,eau",
                    help=f"comma-separated, from {', '.join(METHODS)} (default prompting,ppo,eau; "
                         "grpo-eau: GRPO with the built-in agent; generic: table 4's generic "
-                        "meta-agent between runs; react, reflexion: table 1's prompting rows)")
+                        "meta-agent between runs; react, reflexion: table 1's prompting rows; "
+                        "METHOD@llm, @symbolic or @hybrid: trained against that user, the paper's "
+                        "user table, e.g. eau@llm,eau@hybrid side by side)")
     p.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1: training and evaluation seed (default 3)")
     p.add_argument("--first-seed", type=int, default=0, metavar="K",
                    help="seeds K..K+N-1 instead: another session's seeds, merged later with "

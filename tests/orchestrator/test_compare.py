@@ -196,6 +196,43 @@ def test_generic_method_is_the_generic_meta_agent_between_runs(tmp_path):
                                user_mode="symbolic", runs_dir=tmp_path))
 
 
+def test_a_method_at_a_user_mode_trains_against_that_user_and_pairs_against_the_llm_user(tmp_path):
+    """`--methods eau@llm,eau@hybrid`: the paper's user table in one comparison, side by side.
+    Each run gets its own experiment and `--user-mode`; the results pair eau@hybrid against
+    eau@llm (and against ppo@hybrid where it ran); a mode where none applies, or beside
+    --user-mode, is refused in one sentence."""
+    from orchestrator.compare import (CompareSpec, add_aggregates, check_spec, eval_jobs,
+                                      train_jobs)
+    from orchestrator.errors import UserError
+
+    spec = CompareSpec(name="um", bench="usergym", methods=("eau@llm", "eau@hybrid", "ppo@hybrid"),
+                       seeds=1, runs_dir=tmp_path)
+    check_spec(spec)
+    jobs = {j.method: j for j in train_jobs(spec, tmp_path / "logs")}
+    for m, exp, mode in (("eau@llm", "um-eau-llm-s0", "llm"), ("eau@hybrid", "um-eau-hybrid-s0", "hybrid"),
+                         ("ppo@hybrid", "um-ppo-hybrid-s0", "hybrid")):
+        argv = jobs[m].argv
+        assert argv[argv.index("--exp") + 1] == exp and jobs[m].extra["exp"] == exp
+        assert argv[argv.index("--user-mode") + 1] == mode
+    assert jobs["eau@hybrid"].argv[jobs["eau@hybrid"].argv.index("--agent") + 1] == "builtin"
+    assert jobs["ppo@hybrid"].argv[jobs["ppo@hybrid"].argv.index("--agent") + 1] == "none"
+    assert {j.extra["exp"] for j in eval_jobs(spec, tmp_path / "logs")} == \
+        {"um-eau-llm-s0", "um-eau-hybrid-s0", "um-ppo-hybrid-s0"}
+    seeds = {"0": {"per_gym": {"travel": {"success": 1.0, "score": 1.0, "invalid_rate": 0.0}},
+                   "tasks": {"travel/t1": {"success": 1.0, "score": 1.0}}}}
+    results = {"methods": {m: {"seeds": seeds} for m in spec.methods},
+               "trained_gyms": ["travel"], "held_out_gyms": []}
+    add_aggregates(results)
+    assert {(p["a"], p["b"]) for p in results["stats"]["pairs"]} == \
+        {("eau@hybrid", "eau@llm"), ("eau@hybrid", "ppo@hybrid")}
+    for methods, kw, said in ((("prompting@llm",), {}, "takes no @user mode"),
+                              (("eau@mixed",), {}, "one of llm, symbolic, hybrid"),
+                              (("eau@llm",), {"user_mode": "hybrid"}, "give one or the other"),
+                              (("generic@hybrid",), {}, "trains against the LLM user alone")):
+        with pytest.raises(UserError, match=said):
+            check_spec(CompareSpec(name="x", bench="usergym", methods=methods, runs_dir=tmp_path, **kw))
+
+
 @pytest.mark.slow          # ~1-2 minutes: one tiny run with its review, one evaluation
 def test_compare_generic_runs_on_the_cpu_with_a_review_between_runs(tmp_path, tiny_model_dir):
     runs = tmp_path / "runs"

@@ -14,7 +14,7 @@ from orchestrator.cli import main
 def _session(tmp_path, name, seeds, rng, methods=("prompting", "ppo", "eau"), **kw):
     p = {"prompting": 0.2, "ppo": 0.5, "eau": 0.7, "grpo": 0.4}
     return write_results(tmp_path / name, {
-        m: {str(s): bernoulli(rng, {"travel": p[m], "intention": 0.3},
+        m: {str(s): bernoulli(rng, {"travel": p[m.split("@")[0]], "intention": 0.3},
                               source="model" if m == "prompting" else "checkpoint")
             for s in seeds} for m in methods}, **kw)
 
@@ -220,14 +220,18 @@ def test_sessions_of_other_user_modes_merge_by_user_mode_paired_against_the_llm_
     hybrid = _session(tmp_path, "hybrid", [0], rng, methods=("ppo", "eau"), spec={"user_mode": "hybrid"})
     err = _one_sentence(*_merge(tmp_path, capsys, series, llm, hybrid))
     assert "different --user-mode" in err
-    rc = main(["compare-merge", str(tmp_path / "um"), str(series), str(llm), str(hybrid), "--by-user-mode"])
+    # a comparison that named the user in its methods (compare --methods eau@llm,eau@hybrid)
+    side = _session(tmp_path, "side", [1], rng, methods=("eau@llm", "eau@hybrid"))
+    rc = main(["compare-merge", str(tmp_path / "um"), str(series), str(llm), str(hybrid), str(side),
+               "--by-user-mode"])
     assert rc == 0, capsys.readouterr().err
     merged = json.loads((tmp_path / "um" / "results.json").read_text())
     assert list(merged["methods"]) == ["prompting", "ppo@symbolic", "eau@symbolic", "eau@llm",
                                        "ppo@hybrid", "eau@hybrid"]
+    assert sorted(merged["methods"]["eau@hybrid"]["seeds"]) == ["0", "1"]
     pairs = {(p["a"], p["b"]) for p in merged["stats"]["pairs"]}
     assert {("eau@hybrid", "eau@llm"), ("eau@symbolic", "eau@llm"), ("eau@hybrid", "ppo@hybrid"),
             ("eau@symbolic", "ppo@symbolic"), ("eau@llm", "prompting")} <= pairs
     assert ("eau@llm", "eau@llm") not in pairs and ("ppo@hybrid", "eau@llm") not in pairs
-    assert set(merged["user_modes"].values()) == {"symbolic", "llm", "hybrid"}
+    assert set(merged["user_modes"].values()) == {"symbolic", "llm", "hybrid", "default"}
     assert "| eau@hybrid − eau@llm |" in (tmp_path / "um" / "RESULTS.md").read_text()
