@@ -231,8 +231,8 @@ def find_copied_examples(episodes: list[dict[str, Any]],
 
 COPIED_QUESTION_FRAC = 0.15   # share of a gym's recent episodes that asked a shown example's own
                               # question and got the user's catch-all reply to it: twice the
-                              # untrained policy's share (2 of the 30 held-out travel tasks,
-                              # benchmarks/travel_example_probe.py). Of travel's episodes in
+                              # untrained policy's share (6 of 90 held-out travel episodes, seeds
+                              # 0-2, benchmarks/travel_example_probe.py). Of travel's episodes in
                               # steps 19-24 of the H100 runs of 2026-12-07, seeds 1-2: 18-29% under
                               # PPO and EAU and GRPO seed 1, 2-8% in the other three runs; 1-13%
                               # in steps 1-6 of all eight

@@ -267,8 +267,9 @@ def other_example(p, gym: str, copied: list[str], why: str) -> Intervention | No
     Measured (2026-12-07): travel's first example's "Do you need parking at the hotel?" was asked
     by 0 of 96 GRPO+EAU training episodes after a second example was shown at step 18 (36 of 232
     before), and `[search]` rose from 22% to 41% of them. The untrained SmolLM2 on the 30
-    held-out travel tasks (benchmarks/travel_example_probe.py) asked it in 0 episodes shown the
-    first two examples, 5 shown the first alone, and searched in 16 against 9."""
+    held-out travel tasks, seeds 0-2 (benchmarks/travel_example_probe.py), asked it in 0 of 90
+    episodes shown the first two examples against 11 shown the first alone, and searched in 52
+    against 22."""
     nxt = _next_example(p, gym)
     if nxt is None or set(copied) & set(example_questions([nxt[3]])):
         return None
