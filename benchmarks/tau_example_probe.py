@@ -22,39 +22,17 @@ user (training/steps.py: a call that found the user, what `took/tau/identify` co
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import example_probe  # noqa: E402
 
 VARIANTS = ("shipped", "step", "two")
-
-
-def project_copy(dest: Path) -> Path:
-    """The project's tracked files as they are in the working tree, copied to dest (without git,
-    as on the lent GPU machine, whose copy of the tree has no .git: every file but hidden
-    folders, runs/ and caches)."""
-    try:
-        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
-                               check=True, text=True).stdout.split("\0")
-    except (OSError, subprocess.CalledProcessError):
-        files = []
-        for folder, dirs, names in os.walk(ROOT):     # pruned: .venv alone holds ~10^4 files
-            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("runs", "__pycache__")]
-            files += [str(Path(folder, n).relative_to(ROOT)) for n in names if not n.startswith(".")]
-    for rel in filter(None, files):
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    return dest
 
 
 def edit_workspace(copy: Path, variant: str, facts_per_reply: int) -> None:
@@ -116,48 +94,13 @@ def counts(episodes_file: Path, copied: set[str]) -> dict[str, int]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated, of {', '.join(VARIANTS)} (default: all)")
+    p = example_probe.parser(__doc__, VARIANTS, "tau", max_turns=8)
     p.add_argument("--facts-per-reply", type=int, default=2)
-    p.add_argument("--episodes", type=int, default=30, help="tau tasks (the split has 30)")
-    p.add_argument("--max-turns", type=int, default=8)
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default=None, help="also write the counts as JSON here")
-    p.add_argument("--keep", default=None,
-                   help="copy each variant's episodes.jsonl into this folder, to read what the policy wrote")
     a = p.parse_args()
-    variants = [v.strip() for v in a.variants.split(",") if v.strip()]
-    bad = [v for v in variants if v not in VARIANTS]
-    if bad:
-        p.error(f"no variant {', '.join(bad)}: give {' or '.join(VARIANTS)}")
-    rows = {}
-    with tempfile.TemporaryDirectory(prefix="tau-probe-") as tmp:
-        for v in variants:
-            copy = project_copy(Path(tmp) / v)
-            edit_workspace(copy, v, a.facts_per_reply)
-            cmd = [sys.executable, "-m", "orchestrator.cli", "eval", "--model", "default",
-                   "--bench", "usergym", "--gyms", "tau", "--episodes", str(a.episodes),
-                   "--max-turns", str(a.max_turns), "--max-new-tokens", str(a.max_new_tokens),
-                   "--batch-size", str(a.episodes), "--seed", str(a.seed), "--device", a.device]
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(copy), os.environ.get("PYTHONPATH", "")]))}
-            print(f"{v}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-            subprocess.run(cmd, cwd=copy, env=env, check=True)
-            found = sorted((copy / "runs").glob("*/eval/*/episodes.jsonl"))
-            rows[v] = counts(found[-1], example_values(copy))
-            if a.keep:
-                Path(a.keep).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(found[-1], Path(a.keep) / f"{v}-episodes.jsonl")
-    keys = list(next(iter(rows.values())))
-    print("| variant | " + " | ".join(keys) + " |")
-    print("| --- | " + " | ".join("---:" for _ in keys) + " |")
-    for v, r in rows.items():
-        print(f"| {v} | " + " | ".join(str(r[k]) for k in keys) + " |")
-    if a.out:
-        Path(a.out).write_text(json.dumps({"args": vars(a), "counts": rows}, indent=1) + "\n")
+    rows = example_probe.run(a, example_probe.chosen(p, a, VARIANTS), "tau",
+                             lambda copy, v: edit_workspace(copy, v, a.facts_per_reply),
+                             lambda episodes, copy: counts(episodes, example_values(copy)))
+    example_probe.report(a, rows)
     return 0
 
 

@@ -13,7 +13,7 @@ hotel example's question was asked in 35-52% of travel episodes, and in 31-45% o
 no hotel in them, where the symbolic user can only answer its catch-all. Whether training taught
 that or the example alone causes it is what an untrained policy on the held-out travel tasks
 says. Each variant runs in a copy of the project's tracked files whose workspace is edited
-(benchmarks/tau_example_probe.py's `project_copy`), so nothing is written into the source tree.
+(benchmarks/example_probe.py), so nothing is written into the source tree.
 
 It prints per variant the episodes that asked the hotel example's parking question (its words,
 "parking at the hotel"), those of them whose task has no hotel, the episodes that asked any
@@ -22,20 +22,15 @@ searched, that recommended an option ("[answer] <id>"), and that succeeded.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from tau_example_probe import project_copy  # noqa: E402
+import example_probe  # noqa: E402
 
 VARIANTS = ("shipped", "two", "three", "flight")
 COPIED = "parking at the hotel"          # the shipped first example's question, in its own words
@@ -80,47 +75,11 @@ def counts(episodes_file: Path) -> dict[str, int]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated, of {', '.join(VARIANTS)} (default: all)")
-    p.add_argument("--episodes", type=int, default=30, help="held-out travel tasks")
-    p.add_argument("--max-turns", type=int, default=10)
-    p.add_argument("--max-new-tokens", type=int, default=64)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--out", default=None, help="also write the counts as JSON here")
-    p.add_argument("--keep", default=None,
-                   help="copy each variant's episodes.jsonl into this folder, to read what the policy wrote")
+    p = example_probe.parser(__doc__, VARIANTS, "travel", max_turns=10)
     a = p.parse_args()
-    variants = [v.strip() for v in a.variants.split(",") if v.strip()]
-    bad = [v for v in variants if v not in VARIANTS]
-    if bad:
-        p.error(f"no variant {', '.join(bad)}: give {' or '.join(VARIANTS)}")
-    rows = {}
-    with tempfile.TemporaryDirectory(prefix="travel-probe-") as tmp:
-        for v in variants:
-            copy = project_copy(Path(tmp) / v)
-            edit_workspace(copy, v)
-            cmd = [sys.executable, "-m", "orchestrator.cli", "eval", "--model", "default",
-                   "--bench", "usergym", "--gyms", "travel", "--episodes", str(a.episodes),
-                   "--max-turns", str(a.max_turns), "--max-new-tokens", str(a.max_new_tokens),
-                   "--batch-size", str(a.episodes), "--seed", str(a.seed), "--device", a.device]
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(copy), os.environ.get("PYTHONPATH", "")]))}
-            print(f"{v}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-            subprocess.run(cmd, cwd=copy, env=env, check=True)
-            found = sorted((copy / "runs").glob("*/eval/*/episodes.jsonl"))
-            rows[v] = counts(found[-1])
-            if a.keep:
-                Path(a.keep).mkdir(parents=True, exist_ok=True)
-                shutil.copy2(found[-1], Path(a.keep) / f"{v}-episodes.jsonl")
-    keys = list(next(iter(rows.values())))
-    print("| variant | " + " | ".join(keys) + " |")
-    print("| --- | " + " | ".join("---:" for _ in keys) + " |")
-    for v, r in rows.items():
-        print(f"| {v} | " + " | ".join(str(r[k]) for k in keys) + " |")
-    if a.out:
-        Path(a.out).write_text(json.dumps({"args": vars(a), "counts": rows}, indent=1) + "\n")
+    rows = example_probe.run(a, example_probe.chosen(p, a, VARIANTS), "travel", edit_workspace,
+                             lambda episodes, copy: counts(episodes))
+    example_probe.report(a, rows)
     return 0
 
 
