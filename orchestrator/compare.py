@@ -156,12 +156,11 @@ def check_spec(spec: CompareSpec) -> None:
                             f"another for every run: give one or the other.")
     if spec.seeds < 1 or spec.parallel < 1:
         raise UserError("--seeds and --parallel must be at least 1.")
-    generic = [m for m in spec.methods if split_method(m)[0] in GENERIC]
-    mode = next((split_method(m)[1] or spec.user_mode for m in generic
-                 if (split_method(m)[1] or spec.user_mode) not in (None, "llm")), None)
-    if mode is not None:
-        raise UserError(f"--user-mode {mode} cannot apply to {generic[0]}, which trains "
-                        f"against the LLM user alone (paper table 4): compare it in a run of its own.")
+    for m in (m for m in spec.methods if split_method(m)[0] in GENERIC):
+        mode = split_method(m)[1] or spec.user_mode
+        if mode not in (None, "llm"):
+            raise UserError(f"--user-mode {mode} cannot apply to {m}, which trains against the "
+                            f"LLM user alone (paper table 4): compare it in a run of its own.")
     if spec.first_seed < 0:
         raise UserError("--first-seed must be 0 or more.")
     if any(item.split("=", 1)[0].strip() == "algorithm.name" for item in spec.sets):
