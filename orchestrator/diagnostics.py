@@ -639,6 +639,7 @@ def diagnose(run_dir: Path | str, window: int = 10,
     episodes = read_episodes(run_dir)
     gyms = _gyms_of(episodes, metrics)
     invalid = find_invalid_actions(episodes)
+    shown, catchall = shown_examples(run_dir), catchall_rules(run_dir)    # read once: two findings each
     # refused turns come before deadlocks and low success, which they cause; a learned format
     # (help that may be withdrawn) comes last
     # a farmed reward module trains the farming every step it pays: it is guarded before any
@@ -661,17 +662,18 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 + find_leaks(episodes, metrics, window)
                 # a call with the shown example's values takes no step: it comes before the
                 # missing step it leaves missing, whose remedies (the example first) are in place
-                + progress.find_copied_examples(episodes, shown_call_values(run_dir))
+                + progress.find_copied_examples(
+                    episodes, {g: progress.call_values(ex) for g, ex in shown.items()})
                 # a question copied from the example into tasks it does not fit gets the user's
                 # catch-all: it comes before the catch-all's own finding, which has no remedy
-                + progress.find_copied_questions(episodes, shown_questions(run_dir),
-                                                 catchall_rules(run_dir))
+                + progress.find_copied_questions(
+                    episodes, {g: progress.example_questions(ex) for g, ex in shown.items()}, catchall)
                 + _progress_findings(episodes)
                 + find_deadlocks(episodes, rollout_turn_cap(run_dir))
                 + find_collapse(episodes, metrics, window)
                 + find_success_extremes(metrics, gyms, window)
                 + progress.find_idle_modules(episodes, module_sources(run_dir))
-                + find_uninformative_user(episodes, catchall_rules(run_dir))
+                + find_uninformative_user(episodes, catchall)
                 + [f for f in invalid if f.kind == "format_learned"])
     return sorted(findings, key=lambda f: not f.irreversible)   # stable: keeps the order above
 
@@ -713,20 +715,6 @@ def shown_examples(run_dir: Path | str) -> dict[str, list[dict[str, Any]]]:
             if isinstance(examples, list) and isinstance(shown, int) and shown > 0:
                 out[gym] = [ex for ex in examples[:shown] if isinstance(ex, dict)]
     return out
-
-
-def shown_call_values(run_dir: Path | str) -> dict[str, dict[str, str]]:
-    """gym -> the tool-call argument values of the worked examples it is shown
-    (progress_findings.call_values), for the gyms whose examples make calls."""
-    out = {g: progress.call_values(ex) for g, ex in shown_examples(run_dir).items()}
-    return {g: v for g, v in out.items() if v}
-
-
-def shown_questions(run_dir: Path | str) -> dict[str, dict[str, str]]:
-    """gym -> the questions of the worked examples it is shown (progress_findings.
-    example_questions), for the gyms whose examples ask any."""
-    out = {g: progress.example_questions(ex) for g, ex in shown_examples(run_dir).items()}
-    return {g: v for g, v in out.items() if v}
 
 
 def module_sources(run_dir: Path | str) -> dict[str, str]:
