@@ -28,6 +28,19 @@ def test_prompt_holds_facts_under_the_disclosure_rule_and_swaps_roles():
     assert msgs[-1]["content"] == "What is your budget?"
 
 
+def test_withheld_kinds_are_not_in_the_prompt_so_the_llm_user_cannot_tell_them():
+    task = Task("i2", "intention", "train", "Plan a trip.",
+                (Fact("d0", "detail", "Budget: 500 dollars.", ("budget",), 3),
+                 Fact("p0", "preference", "I prefer trains.", ("train",), 1)), {})
+    st = state()
+    kept = UserState(**{**st.__dict__, "task": task, "knobs": {**st.knobs, "withhold_kinds": ["detail"]}})
+    system = user_messages(kept)[0]["content"]
+    assert "I prefer trains." in system and "500 dollars" not in system
+    everything = UserState(**{**kept.__dict__, "knobs": {**st.knobs, "withhold_kinds": ["detail", "preference"]}})
+    system = user_messages(everything)[0]["content"]
+    assert DISCLOSURE_RULE not in system and "trains" not in system and "Plan a trip." in system
+
+
 def test_an_environment_system_prompt_is_used_as_is():
     msgs = user_messages(state(extra={"system_prompt": "You are a customer."}))
     assert msgs[0]["content"] == "You are a customer."

@@ -4,7 +4,8 @@ error of a setting that cannot work.
 The prompt (`user_messages`) keeps hidden facts hidden unless asked (paper section 4.2): the system
 message is the environment's own instructions when it gives them (`state.extra["system_prompt"]`,
 tau2) or else the persona text from the workspace, the gym's role (`state.extra["user_role"]`),
-the request and the hidden facts with the rule to disclose one only when the assistant asks for it.
+the request and the hidden facts with the rule to disclose one only when the assistant asks for it
+(less the kinds `user.<gym>.withhold_kinds` withholds, as the symbolic user never tells them).
 The conversation follows with roles swapped: the agent speaks as "user", the simulated user answers
 as "assistant".
 
@@ -31,8 +32,14 @@ def system_prompt(state: UserState) -> str:
     parts = [state.persona.strip()] if state.persona.strip() else []
     parts.append(state.extra.get("user_role", "You are the user talking to an assistant."))
     parts.append(f"Your request: {state.task.prompt}")
-    if state.task.facts:
-        parts.append(DISCLOSURE_RULE + "\n" + "\n".join(f"- {f.text}" for f in state.task.facts))
+    # user.<gym>.withhold_kinds binds this user as it binds the symbolic one: a withheld fact is
+    # not in its prompt, so it cannot be told. Listed, the 135M reference user disclosed it unasked
+    # in about half its replies (user/leak_rate 0.53, 2026-12-08 H100 run with the LLM user alone),
+    # and the meta-agent's leak remedy, which withholds a kind, changed nothing for it.
+    withheld = set(state.knobs.get("withhold_kinds") or ())
+    facts = [f for f in state.task.facts if f.kind not in withheld]
+    if facts:
+        parts.append(DISCLOSURE_RULE + "\n" + "\n".join(f"- {f.text}" for f in facts))
     parts.append(REPLY_STYLE)
     return "\n\n".join(parts)
 
