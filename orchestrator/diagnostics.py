@@ -22,7 +22,7 @@ from orchestrator import progress_findings as progress
 from orchestrator.finding import Finding, metric_gym
 from orchestrator.sentences import quote
 from training.novelty import repeated_marks
-from training.users.leak import disclosing_replies, stale_replies
+from training.users.leak import disclosing_replies, looped_reply, stale_replies
 
 # Thresholds: fractions of the recent episodes or steps that make a finding.
 DEADLOCK_FRAC = 0.30        # the paper's min_questions counter deadlocked 41% of episodes (A.2)
@@ -50,6 +50,13 @@ LOOP_FRAC = 0.50
 # replies at step 24 of the GRPO run of 2026-12-07 (seed 0), 4 of 7 at step 3
 STALE_FRAC = 0.30           # share of a gym's disclosing replies
 STALE_MIN = 4               # as many re-tellings at least (two episodes' worth)
+
+# An LLM user caught in a loop (training.users.leak.looped_reply): 17-26% of the 135M reference
+# user's replies a 6-step window of the H100 run of 2026-12-08 (it answered every turn), 20-32% of
+# the LLM arm's under the hybrid user; the symbolic user's templates never loop. One reply in 7
+# the policy hears (and copies: "I'm not sure I'm right." came back as its [answer]) is repaired.
+USER_LOOP_FRAC = 0.15       # share of a gym's recent LLM-user replies
+USER_LOOP_MIN = 5           # as many looping replies at least
 
 # Knob facts the paper gives (appendix A, Tables 6 and 8), used only where the workspace's
 # schema/knobs.schema.json does not say (it is the authority once present).
@@ -409,6 +416,26 @@ def find_leaks(episodes: list[dict[str, Any]], metrics: list[dict[str, Any]],
     return out
 
 
+def find_user_loops(episodes: list[dict[str, Any]]) -> list[Finding]:
+    """Gyms whose LLM user says one sentence three times or more in at least USER_LOOP_FRAC of its
+    recent replies: the policy hears a loop instead of an answer, and learns to loop back."""
+    out = []
+    for gym, eps in sorted(_by_gym(episodes).items()):
+        replies = [t for t in _user_turns(eps) if t.get("user_arm") == "llm"]
+        looped = [t for t in replies if looped_reply(t.get("user") or "")]
+        if len(looped) < USER_LOOP_MIN or len(looped) < USER_LOOP_FRAC * len(replies):
+            continue
+        eg = " and ".join(quote(t.get("user"), 72) for t in looped[:2])
+        out.append(Finding("user_loop", gym,
+                           f"{len(looped)} of {len(replies)} recent {gym} replies of the LLM user "
+                           f"({len(looped) / len(replies):.0%}) say one sentence three times or "
+                           f"more; e.g. {eg}.",
+                           {"rate": round(len(looped) / len(replies), 3), "replies": len(replies),
+                            "looped": len(looped),
+                            "examples": [(t.get("user") or "")[:160] for t in looped[:2]]}))
+    return out
+
+
 def find_stale_disclosures(episodes: list[dict[str, Any]]) -> list[Finding]:
     """Gyms whose user answers a question by telling again what it has told, while the question
     also asks for a fact it never told: the policy gets the same reply to the same question and
@@ -660,6 +687,8 @@ def diagnose(run_dir: Path | str, window: int = 10,
                 # a user disclosing hidden facts unasked corrupts every signal after it: it is
                 # repaired before the policy is coached through the steps it misses
                 + find_leaks(episodes, metrics, window)
+                # so does an LLM user repeating itself: the turn tells the policy nothing
+                + find_user_loops(episodes)
                 # a call with the shown example's values takes no step: it comes before the
                 # missing step it leaves missing, whose remedies (the example first) are in place
                 + progress.find_copied_examples(

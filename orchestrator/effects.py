@@ -150,11 +150,12 @@ def measure(metrics: list[dict[str, Any]], step: int, metric: str, direction: st
 # took/<gym>/<step> (the share of a gym's episodes that took a step, training.steps) has two
 # parts after its prefix; read as one, "took/tau/identify" would be measured as "took/tau"
 _METRIC_RE = re.compile(r"\b((?:took/[\w-]+/|(?:success|score|reward|episode|user|actor|critic|kl"
-                        r"|invalid|repeat|rejected|stale)/)[\w.-]+)")
+                        r"|invalid|repeat|rejected|stale|looped)/)[\w.-]+)")
 _DOWN_WORDS = ("down", "fall", "drop", "decreas", "lower", "reduc", "shrink", "below")
 _UP_WORDS = ("rise", "increas", "raise", "higher", "grow", "improv", "above")
 _GOOD_DOWN = ("user/leak_rate", "critic/value_loss", "kl/ref", "actor/approx_kl", "episode/turns",
-              "episode/invalid_rate", "episode/truncated_frac", "episode/repeat_rate")
+              "episode/invalid_rate", "episode/truncated_frac", "episode/repeat_rate",
+              "user/looped_rate")
 
 
 def target_of(message: str, changed: dict[str, tuple[Any, Any]], gyms: list[str]) -> tuple[str, str]:

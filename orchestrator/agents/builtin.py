@@ -8,6 +8,8 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   harm (a measured effect)    -> revert that commit's knob changes
   deadlock                    -> lower min_questions, else raise max_steps (within its delta)
   leak / replies growing      -> withhold the leaking fact kind, lower facts_per_reply, stop volunteering
+  user loop (an LLM user      -> answer more of the gym's episodes with the symbolic user
+    repeating a sentence)        (user.<gym>.strategy_mix up 0.25, where the run does not pin it)
   stale disclosure            -> raise facts_per_reply, so the asked fact comes with the told one
                                  (the user told again what it told, an asked fact never told)
   entropy / template collapse -> raise entropy_coeff within its 0.004 delta
@@ -21,7 +23,7 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
                                  disclosures (a guard appended to its source), else switch it off
   loop (most turns repeated)  -> switch on the shipped repeat cost (rewards/no_repeat.py)
 
-Order: nan, harm, invalid actions, reward hack, stale disclosure, loop, deadlock, leak, collapse,
+Order: nan, harm, invalid actions, reward hack, stale disclosure, loop, leak, user loop, deadlock, collapse,
 success extremes, format learned (orchestrator.diagnostics.diagnose). After a session whose change
 reached every gym, the gyms' own findings go first (URGENT_KINDS excepted), so that a shared remedy
 cannot hold back a gym's own for good.
@@ -86,7 +88,7 @@ GENERIC_KINDS = frozenset({"nan", "harm", "entropy_collapse", "template_collapse
 # findings whose remedy does not wait for a gym's turn (run(): a session after one whose change
 # reached every gym serves the gyms' own findings first): lost training, measured harm, credit
 # farmed by repeats, episodes looping on one turn, users leaking answers
-URGENT_KINDS = GENERIC_KINDS | {"reward_hack", "loop", "leak"}
+URGENT_KINDS = GENERIC_KINDS | {"reward_hack", "loop", "leak", "user_loop"}
 
 
 class Planner:
@@ -164,6 +166,7 @@ class Planner:
     def plan(self, findings: list[Finding], run_dir: Path) -> Intervention | None:
         handlers = {"nan": self.on_nan, "harm": self.on_harm, "deadlock": self.on_deadlock,
                     "leak": self.on_leak, "reply_growth": self.on_reply_growth,
+                    "user_loop": self.on_user_loop,
                     "entropy_collapse": self.on_entropy_collapse,
                     "template_collapse": self.on_template_collapse,
                     "low_success": self.on_low_success, "high_success": self.on_high_success,
@@ -743,6 +746,26 @@ class Planner:
             if act is not None:
                 return act
         return None
+
+    def on_user_loop(self, f: Finding, run_dir: Path) -> Intervention | None:
+        """An LLM user saying one sentence over and over (section 4.2: the meta-agent repairs the
+        user): more of the gym's episodes go to the symbolic user, whose replies are its rules'
+        templates and never loop, where the run's mixture may move. A run of `--user-mode` pins
+        the mixture (the user trained against is what that run measures), and then nothing here
+        moves it."""
+        gym = f.gym
+        if gym not in self.gyms:
+            return None
+        mix = f"user.{gym}.strategy_mix"
+        new = self.step(mix, +1, default_delta=0.25)
+        if new is None:
+            return None
+        return Intervention(f"Answer more {gym} episodes with the symbolic user ({mix} "
+                            f"{self.value(mix)} -> {new})",
+                            f"{f.message} The policy hears a loop instead of an answer, and copies "
+                            f"it; the symbolic user's replies are its rules' templates, which do "
+                            f"not loop.",
+                            f"looped/{gym} falls.", knobs={mix: new})
 
     def _rein_in_rule(self, f: Finding, gym: str) -> Intervention | None:
         """The symbolic rule that fires on most leaking turns, when it discloses facts nobody asked

@@ -17,9 +17,13 @@ one fact the agent's message did not match.
 - `stale_replies(turns)`: the replies of one episode that told again only facts told before in
   it while the question also asked for a fact never told (the `stale/<gym>` metric and the
   diagnosis's `stale_disclosure` finding).
+- `looped_reply(text)`: a reply that says one sentence three times or more (an LLM user caught in
+  a loop; the `looped/<gym>` metric and the diagnosis's `user_loop` finding).
 """
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any, Iterable
 
 from training.benches.base import Fact
@@ -93,3 +97,17 @@ def stale_replies(turns: Iterable[dict[str, Any]]) -> list[Stale]:
                 out.append((t, revealed, untold))
         told.update(revealed)
     return out
+
+
+LOOP_TIMES = 3      # "I'm sorry. I'm sorry. I'm sorry." is a loop; a sentence said twice may be emphasis
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def looped_reply(text: str, times: int = LOOP_TIMES) -> bool:
+    """Whether `text` says one sentence `times` times or more (sentences compared lower-cased,
+    spaces collapsed). The 135M reference user, answering every turn of the H100 run of
+    2026-12-08, did so in 17-26% of its replies, most running on to the 96-token limit:
+    "I'm sorry. I'm sorry. I'm sorry. ..."; the symbolic user's rule templates never do."""
+    sentences = [" ".join(s.lower().split()) for s in _SENTENCE_END.split(text or "")]
+    counts = Counter(s for s in sentences if s)
+    return bool(counts) and counts.most_common(1)[0][1] >= times
