@@ -73,6 +73,7 @@ _FALLBACK_KNOBS: dict[str, dict[str, Any]] = {
     "user.*.volunteer_interval": {"minimum": 0, "maximum": 10},
     "user.*.max_reveals": {"minimum": 0, "maximum": 20},
     "user.*.strategy_mix": {"minimum": 0.0, "maximum": 1.0},
+    "user.*.repetition_penalty": {"minimum": 1.0, "maximum": 2.0, "x-max-delta": 0.3},
     "reward.predicate_weight": {"minimum": 0.0, "maximum": 1.0},
 }
 

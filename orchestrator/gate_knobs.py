@@ -20,8 +20,9 @@ from typing import Any
 from orchestrator.gate_context import ALL_GYMS, GateContext
 
 KNOBS = "knobs.json"
-# knobs that only the LLM user reads (the mixture's share and its sampling temperature)
-LLM_ONLY = ("strategy_mix", "temperature")
+# knobs that only the LLM user reads (the mixture's share, its sampling temperature and its
+# repetition penalty)
+LLM_ONLY = ("strategy_mix", "temperature", "repetition_penalty")
 HOW_TO_GIVE_AN_LLM_USER = ("a new run gets one with --set rollout.user_llm=reference, --set "
                            "'rollout.user_llms={...}' or --user-mode llm|hybrid")
 

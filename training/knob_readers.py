@@ -31,6 +31,7 @@ READERS: dict[str, str] = {
     # the users: the mixture, the LLM user, the symbolic user's rules engine
     "user.<gym>.strategy_mix": "training/users/mixture.py",
     "user.<gym>.temperature": "training/users/llm.py",
+    "user.<gym>.repetition_penalty": "training/users/llm.py",
     "user.<gym>.llm": "training/users/llm.py",
     "user.<gym>.facts_per_reply": "training/users/symbolic.py",
     "user.<gym>.match_threshold": "training/users/symbolic.py",

@@ -187,6 +187,12 @@ class KVEngine:
         self.prefill_chunk = prefill_chunk
         self.capture_s = 0.0
         self._nucleus = False                    # top_p < 1: sort the vocabulary when sampling
+        # repetition penalty (Keskar et al. 2019, CTRL; transformers' RepetitionPenaltyLogitsProcessor):
+        # a token already in the slot's context has its logit divided by it (multiplied where
+        # negative). 1.0, the policy's rollouts, costs nothing: `seen` (S, V) is made only when
+        # an LLM user asks for a penalty (user.<gym>.repetition_penalty)
+        self._penalty = 1.0
+        self.seen: torch.Tensor | None = None
         self._settings = {"greedy": False, "min_new": 0, "temperature": 1.0, "top_p": 1.0}
         self.keys: list[torch.Tensor] = []      # per layer (S, Hkv, L, D)
         self.values: list[torch.Tensor] = []
@@ -194,7 +200,7 @@ class KVEngine:
         self.used: list[int] = []                # per slot: the call that last used it (LRU)
         self.calls = 0
         self._version = -1                       # the weights' version the caches were made with
-        self._graphs: dict[tuple[int, bool], torch.cuda.CUDAGraph] = {}
+        self._graphs: dict[tuple[int, bool, bool], torch.cuda.CUDAGraph] = {}
         self._alloc(slots, 0, 4)
         # what kv_attention reads during a forward: the batch's slots (None: all, in order), the
         # cache column of each new position, and how many columns the queries attend to
@@ -278,6 +284,8 @@ class KVEngine:
             vocab = self.head.weight.shape[0]
             self.stop_mask = torch.zeros(vocab, dtype=torch.bool, device=dev)
             self.stop_mask[self.stop_ids] = True
+        if self.seen is not None:
+            self.seen = grown(self.seen, False, slots, self.seen.shape[1], dtype=torch.bool)
         self.held += [[] for _ in range(slots - old)]
         self.used += [-1] * (slots - old)
 
@@ -379,18 +387,34 @@ class KVEngine:
             self.held[s] = self.held[s] + list(suffix)
         self.start[rows] = first_d + lens_d
         self.nstep[rows] = 0
-        nxt = self._pick(logits, self.nstep[rows], torch.ones_like(rows, dtype=torch.bool))
+        seen = None
+        if self._penalty != 1.0:     # each slot's whole context, made anew: slots are reused
+            held = [self.held[s] for s in slots]
+            width = max(len(h) for h in held)
+            idx = torch.tensor([h + h[:1] * (width - len(h)) for h in held], dtype=torch.long,
+                               device=dev)                                       # (b, L)
+            seen = torch.zeros(len(slots), self.seen.shape[1], dtype=torch.bool,
+                               device=dev).scatter_(1, idx, True)                # (b, V)
+        nxt = self._pick(logits, self.nstep[rows], torch.ones_like(rows, dtype=torch.bool), seen)
+        if seen is not None:
+            seen[torch.arange(len(slots), device=dev), nxt] = True
+            self.seen[rows] = seen
         self.out[rows, 0] = nxt
         self.tok[rows] = nxt
         self.nstep[rows] = 1
         self.active[rows] = ~(torch.isin(nxt, self.stop) | (self.max_new <= 1))
 
-    def _pick(self, logits, nstep, active) -> torch.Tensor:
+    def _pick(self, logits, nstep, active, seen=None) -> torch.Tensor:
         """Next token (b,) from logits (b, V): stop ids barred before min_new; pad where not
         active. In a CUDA graph every choice is a tensor op (no host synchronisation: the
         exponential race of generation.sample_next); run eagerly, the Python settings pick the
         cheaper path (on a CPU the race's exponential draw over the vocabulary cost 7 of a
-        decode step's 11 ms: an argmax, or one uniform draw against the CDF, instead)."""
+        decode step's 11 ms: an argmax, or one uniform draw against the CDF, instead). `seen`
+        (b, V): the tokens already in each row's context, penalised first, as transformers
+        applies its logits processors before temperature and top-p."""
+        if seen is not None:
+            logits = torch.where(seen, torch.where(logits > 0, logits / self.penalty,
+                                                   logits * self.penalty), logits)
         if self.use_graph or self._settings["min_new"] > 0:
             logits = logits.masked_fill(self.stop_mask & (nstep < self.min_new)[:, None],
                                         float("-inf"))
@@ -433,9 +457,11 @@ class KVEngine:
             hidden = self._decode_hidden(self.tok[:, None], pos)
         logits = self.head(hidden[:, -1]).float()                                # (S, V)
         act = self.active
-        nxt = self._pick(logits, self.nstep, act)
+        nxt = self._pick(logits, self.nstep, act, self.seen if self._penalty != 1.0 else None)
         at = self.nstep.clamp(max=self.out.shape[1] - 1)                         # (S,)
         rows = torch.arange(self.slots, device=self.device)
+        if self._penalty != 1.0:
+            self.seen[rows, nxt] = self.seen[rows, nxt] | act
         self.out[rows, at] = torch.where(act, nxt, self.out[rows, at])
         inc = act.long()
         self.start.add_(inc)
@@ -445,14 +471,17 @@ class KVEngine:
         self.active.copy_(act & ~ended)
 
     def _graph(self, width: int):
-        key = (width, self._nucleus)
+        key = (width, self._nucleus, self._penalty != 1.0)
         g = self._graphs.get(key)
         if g is not None or not self.use_graph:
             return g
         import time
 
         t0 = time.perf_counter()
-        state = [t.clone() for t in (self.start, self.tok, self.nstep, self.active, self.out)]
+        # the warm-up and capture steps run for real: what they change is put back after
+        kept = [self.start, self.tok, self.nstep, self.active, self.out] + \
+            ([self.seen] if self._penalty != 1.0 else [])
+        state = [t.clone() for t in kept]
         rng = torch.cuda.get_rng_state()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -467,8 +496,7 @@ class KVEngine:
                 print(f"kv engine: compiling the decoder layer failed ({type(exc).__name__}: "
                       f"{str(exc)[:200]}); decoding with eager kernels.", file=sys.stderr)
                 self.compiled, self._layer_fn = False, _run_layer
-                for t, saved in zip((self.start, self.tok, self.nstep, self.active, self.out),
-                                    state):
+                for t, saved in zip(kept, state):
                     t.copy_(saved)
                 for _ in range(2):
                     self._step(width)
@@ -476,7 +504,7 @@ class KVEngine:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             self._step(width)
-        for t, saved in zip((self.start, self.tok, self.nstep, self.active, self.out), state):
+        for t, saved in zip(kept, state):
             t.copy_(saved)      # the warm-up and capture steps changed nothing for real
         torch.cuda.set_rng_state(rng)
         self._graphs[key] = g
@@ -498,7 +526,8 @@ class KVEngine:
 
     # ---- a caller that drives the turns itself (training.rollout.continuous) -----------------
     def begin(self, contexts: list[list[int]], *, max_new: int, temperature: float,
-              top_p: float, min_new: int = 0, greedy: bool = False) -> list[int]:
+              top_p: float, min_new: int = 0, greedy: bool = False,
+              repetition_penalty: float = 1.0) -> list[int]:
         """Slots for a set of sequences that will take turns (assign), every slot inactive, the
         sampling set; the caller prefills them (`prefill` with the tokens past `held`)."""
         version = self._weights_version()
@@ -507,7 +536,8 @@ class KVEngine:
             self._version = version
         slots, _ = self.assign(contexts)
         self.set_sampling(max_new=max_new, temperature=temperature, top_p=top_p,
-                          greedy=greedy or temperature <= 0, min_new=min_new)
+                          greedy=greedy or temperature <= 0, min_new=min_new,
+                          repetition_penalty=repetition_penalty)
         self.active.zero_()
         return slots
 
@@ -536,8 +566,18 @@ class KVEngine:
 
     # ---- the whole call ----------------------------------------------------------------------
     def set_sampling(self, *, max_new: int, temperature: float, top_p: float, greedy: bool,
-                     min_new: int = 0) -> None:
+                     min_new: int = 0, repetition_penalty: float = 1.0) -> None:
+        if repetition_penalty <= 0:
+            raise GenerationConfigError(f"a repetition penalty must be above 0 (got "
+                                        f"{repetition_penalty}); 1.0 is none.")
         self._alloc(self.slots, self.length, max_new)
+        self._penalty = float(repetition_penalty)
+        if self._penalty != 1.0:
+            if self.seen is None:
+                self.seen = torch.zeros(self.slots, self.head.weight.shape[0], dtype=torch.bool,
+                                        device=self.device)
+                self.penalty = torch.ones((), device=self.device)
+            self.penalty.fill_(self._penalty)
         self.max_new.fill_(max_new)
         self.min_new.fill_(min_new)
         self.temperature.fill_(max(temperature, 1e-5))
@@ -594,7 +634,7 @@ class KVEngine:
     @torch.no_grad()
     def generate(self, contexts: list[list[int]], *, max_new_tokens: int,
                  temperature: float = 1.0, top_p: float = 1.0, greedy: bool = False,
-                 min_new_tokens: int = 0) -> list[list[int]]:
+                 min_new_tokens: int = 0, repetition_penalty: float = 1.0) -> list[list[int]]:
         """generate()'s contract (training.generation): each context's new tokens up to and
         including the first stop id. Slots whose cache holds a prefix of a context are reused."""
         if not contexts:
@@ -604,7 +644,8 @@ class KVEngine:
         if max_new_tokens <= 0:
             return [[] for _ in contexts]
         slots = self.begin(contexts, max_new=max_new_tokens, temperature=temperature,
-                           top_p=top_p, min_new=min_new_tokens, greedy=greedy)
+                           top_p=top_p, min_new=min_new_tokens, greedy=greedy,
+                           repetition_penalty=repetition_penalty)
         self.prefill(slots, [list(c[len(self.held[s]):]) for s, c in zip(slots, contexts)])
         self.decode(max_new_tokens - 1, self.width_for_turns(slots, max_new_tokens))
         result = self.take(slots)

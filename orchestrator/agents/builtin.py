@@ -9,7 +9,8 @@ among the interventions the paper records (appendix A.2, Table 7; section 4.6), 
   deadlock                    -> lower min_questions, else raise max_steps (within its delta)
   leak / replies growing      -> withhold the leaking fact kind, lower facts_per_reply, stop volunteering
   user loop (an LLM user      -> answer more of the gym's episodes with the symbolic user
-    repeating a sentence)        (user.<gym>.strategy_mix up 0.25, where the run does not pin it)
+    repeating a sentence)        (user.<gym>.strategy_mix up 0.25, where the run does not pin it),
+                                 else raise its repetition penalty (1.0 -> 1.3)
   stale disclosure            -> raise facts_per_reply, so the asked fact comes with the told one
                                  (the user told again what it told, an asked fact never told)
   entropy / template collapse -> raise entropy_coeff within its 0.004 delta
@@ -751,21 +752,32 @@ class Planner:
         """An LLM user saying one sentence over and over (section 4.2: the meta-agent repairs the
         user): more of the gym's episodes go to the symbolic user, whose replies are its rules'
         templates and never loop, where the run's mixture may move. A run of `--user-mode` pins
-        the mixture (the user trained against is what that run measures), and then nothing here
-        moves it."""
+        the mixture (the user trained against is what that run measures): there the LLM user's
+        repetition penalty is raised instead."""
         gym = f.gym
         if gym not in self.gyms:
             return None
         mix = f"user.{gym}.strategy_mix"
         new = self.step(mix, +1, default_delta=0.25)
+        if new is not None:
+            return Intervention(f"Answer more {gym} episodes with the symbolic user ({mix} "
+                                f"{self.value(mix)} -> {new})",
+                                f"{f.message} The policy hears a loop instead of an answer, and "
+                                f"copies it; the symbolic user's replies are its rules' templates, "
+                                f"which do not loop.",
+                                f"looped/{gym} falls.", knobs={mix: new})
+        # the mixture pinned: the LLM user itself is repaired, a sentence it has said made less
+        # likely (its repetition penalty, 1.0 -> 1.3 at the schema's x-max-delta)
+        rp = f"user.{gym}.repetition_penalty"
+        new = self.step(rp, +1)
         if new is None:
             return None
-        return Intervention(f"Answer more {gym} episodes with the symbolic user ({mix} "
-                            f"{self.value(mix)} -> {new})",
+        return Intervention(f"Raise the {gym} LLM user's repetition penalty ({rp} "
+                            f"{self.value(rp)} -> {new})",
                             f"{f.message} The policy hears a loop instead of an answer, and copies "
-                            f"it; the symbolic user's replies are its rules' templates, which do "
-                            f"not loop.",
-                            f"looped/{gym} falls.", knobs={mix: new})
+                            f"it; a penalty on the tokens already in the conversation makes the "
+                            f"user less likely to say a sentence again.",
+                            f"looped/{gym} falls.", knobs={rp: new})
 
     def _rein_in_rule(self, f: Finding, gym: str) -> Intervention | None:
         """The symbolic rule that fires on most leaking turns, when it discloses facts nobody asked

@@ -79,9 +79,11 @@ def test_the_builtin_agent_answers_more_episodes_with_the_symbolic_user(tmp_path
     assert effects.target_of(msg, {}, ["persuade"]) == ("looped/persuade", "down")
 
 
-def test_a_pinned_user_mode_is_left_as_it_is_and_the_session_says_so(tmp_path, monkeypatch):
+def test_a_pinned_user_mode_keeps_its_mixture_and_the_llm_user_gets_a_penalty(tmp_path, monkeypatch):
     """A --user-mode run narrows strategy_mix's schema range to its value (the user trained
-    against is what the run measures): no remedy moves it."""
+    against is what the run measures): the mixture stays, and the LLM user's repetition penalty
+    goes up one step instead; at the schema's maximum nothing is left to do, and the session
+    says which finding it left."""
     exp = _exp(tmp_path, monkeypatch)
     schema_path = exp / "workspace" / "schema" / "knobs.schema.json"
     schema = json.loads(schema_path.read_text())
@@ -91,5 +93,19 @@ def test_a_pinned_user_mode_is_left_as_it_is_and_the_session_says_so(tmp_path, m
     from orchestrator import gitops
     gitops.git(exp / "workspace", "commit", "-qam", "Pin the user mode (test)")
     res = base.run_session(ctx(exp))
+    assert res.status == base.OK, res.reason
     assert knobs(exp)["user"]["persuade"]["strategy_mix"] == 0.5
-    assert "say one sentence three times or more" in record(res)
+    assert knobs(exp)["user"]["persuade"]["repetition_penalty"] == 1.3
+    msg = last_msg(exp)
+    assert msg.startswith("Raise the persuade LLM user's repetition penalty "
+                          "(user.persuade.repetition_penalty 1.0 -> 1.3)")
+    assert effects.target_of(msg, {}, ["persuade"]) == ("looped/persuade", "down")
+    k = knobs(exp)
+    k["user"]["persuade"]["repetition_penalty"] = 2.0
+    (exp / "workspace" / "knobs.json").write_text(json.dumps(k))
+    gitops.git(exp / "workspace", "commit", "-qam", "At the maximum (test)")
+    again = base.run_session(ctx(exp, "s002"))
+    k = knobs(exp)["user"]["persuade"]
+    assert (k["strategy_mix"], k["repetition_penalty"]) == (0.5, 2.0)
+    assert "left alone: No remedy within the knobs' limits, or its knobs are still being " \
+           "measured: 18 of 48 recent persuade replies of the LLM user (38%)" in record(again)

@@ -226,6 +226,54 @@ def test_rollout_engine_follows_the_policy_weights():
         _engine(changed, slots=1).generate(ctx, max_new_tokens=4, greedy=True)
 
 
+def _hf_penalised(model, contexts, max_new, penalty, device="cpu"):
+    """transformers' own greedy tokens under its RepetitionPenaltyLogitsProcessor, one unpadded
+    context at a time, cut after the first stop id (1) as the engine cuts them."""
+    out = []
+    for c in contexts:
+        ids = model.generate(torch.tensor([c], device=device), max_new_tokens=max_new,
+                             do_sample=False, repetition_penalty=penalty, eos_token_id=1,
+                             pad_token_id=0)[0, len(c):].tolist()
+        out.append(ids[:ids.index(1) + 1] if 1 in ids else ids)
+    return out
+
+
+def test_a_repetition_penalty_gives_transformers_tokens_over_turns_and_then_goes():
+    """An LLM user's `user.<gym>.repetition_penalty`: each slot's whole context (what it held
+    before the call included) is penalised, as transformers penalises its input ids, over
+    reused slots; a call without one afterwards decodes as if none had been asked."""
+    model = _model()
+    engine = _engine(model, slots=3)
+    contexts, replies = _conversation(turns=2)
+    plain_first = engine.generate(contexts, max_new_tokens=16, greedy=True)
+    for t, reply in enumerate(replies):
+        mine = engine.generate(contexts, max_new_tokens=16, greedy=True, repetition_penalty=1.8)
+        assert mine == _hf_penalised(model, contexts, 16, 1.8), t
+        if t == 0:
+            assert mine != plain_first          # the penalty changed what greedy decoding says
+        contexts = [c + m + r for c, m, r in zip(contexts, mine, reply)]
+    engine.forget()
+    first = [c[:len(c0)] for c, c0 in zip(contexts, _conversation(turns=2)[0])]
+    assert engine.generate(first, max_new_tokens=16, greedy=True) == plain_first
+    with pytest.raises(GenerationConfigError, match="must be above 0"):
+        engine.generate(first, max_new_tokens=4, repetition_penalty=0.0)
+
+
+@pytest.mark.gpu
+def test_cuda_graph_repetition_penalty_gives_transformers_tokens_on_gpu():
+    """The penalty inside the captured decode step: the same greedy tokens as transformers'."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = _model(device="cuda")
+    engine = _engine(model, slots=8)
+    assert engine.use_graph
+    contexts = [_rand(5 + 3 * i, 500 + i) for i in range(8)]
+    mine = engine.generate(contexts, max_new_tokens=24, greedy=True, repetition_penalty=1.8)
+    assert mine == _hf_penalised(model, contexts, 24, 1.8, device="cuda")
+    assert engine.generate(contexts, max_new_tokens=24, greedy=True) == \
+        make_generator(_model(device="cuda"), Tok, "plain").generate(contexts, 24, greedy=True,
+                                                                     stop_ids=[1])
+
+
 @pytest.mark.gpu
 def test_cuda_graph_turns_greedy_equal_plain_on_gpu():
     """On CUDA every decode step is a graph replay: the same greedy tokens as plain `generate`

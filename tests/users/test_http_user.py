@@ -86,6 +86,16 @@ def test_good_reply_sends_a_chat_completion():
     assert req["body"]["messages"][-1] == {"role": "user", "content": "What is your budget?"}
 
 
+def test_a_repetition_penalty_is_sent_only_where_the_knob_sets_one():
+    penalised = state(0.3)
+    penalised = UserState(**{**penalised.__dict__, "knobs": {"temperature": 0.3, "repetition_penalty": 1.3}})
+    with Server(["ok", "ok"]) as srv:
+        user(srv.url).respond(state(0.3))
+        user(srv.url).respond(penalised)
+    assert "repetition_penalty" not in srv.requests[0]["body"]
+    assert srv.requests[1]["body"]["repetition_penalty"] == 1.3
+
+
 def test_500_then_ok_is_retried():
     with Server(["500", "500", "ok"]) as srv:
         reply = user(srv.url, retries=2).respond(state())

@@ -131,3 +131,20 @@ def test_local_user_keeps_each_conversation_cached_and_answers_as_generate(tiny_
     assert [r.text for r in first + later] == \
         [r.text for r in plain.respond_batch([conversation(0)]) + plain.respond_batch(
             [conversation(2)])]
+
+
+def test_a_repetition_penalty_is_the_same_on_the_kv_engine_and_in_transformers(tiny_model_dir,
+                                                                                monkeypatch):
+    """user.<gym>.repetition_penalty, the built-in agent's remedy for an LLM user caught in a
+    loop: the KV engine's greedy reply equals transformers' generate with its own
+    RepetitionPenaltyLogitsProcessor, and differs from the reply without one."""
+    def asked(penalty):
+        st = state(temperature=0.0)
+        return UserState(**{**st.__dict__, "knobs": {**st.knobs, "repetition_penalty": penalty}})
+
+    kv = LocalLLMUser.from_dir(tiny_model_dir, max_new_tokens=24)
+    plain = LocalLLMUser.from_dir(tiny_model_dir, max_new_tokens=24)
+    mine = [r.text for r in kv.respond_batch([asked(1.0), asked(2.0)])]
+    monkeypatch.setenv("EAU_ROLLOUT_BACKEND", "plain")
+    theirs = [plain.respond(asked(1.0)).text, plain.respond(asked(2.0)).text]
+    assert mine == theirs and mine[0] != mine[1]

@@ -67,6 +67,11 @@ class HTTPLLMUser:
     def respond(self, state: UserState) -> UserReply:
         body = {"model": self.model, "messages": user_messages(state), "max_tokens": self.max_tokens,
                 "temperature": float(state.knobs.get("temperature", 0.7))}
+        penalty = float(state.knobs.get("repetition_penalty", 1.0))
+        if penalty != 1.0:
+            # user.<gym>.repetition_penalty, as vLLM's and transformers' servers name it; a server
+            # without it (the OpenAI API) refuses the request, and the reply fails saying so
+            body["repetition_penalty"] = penalty
         last = "no attempt made"
         for attempt in range(self.retries + 1):
             if attempt:

@@ -73,7 +73,8 @@ class LocalLLMUser:
     def respond_batch(self, states: list[UserState]) -> list[UserReply]:
         return replies_by_temperature(states, self._generate, "local LLM user")
 
-    def _generate(self, conversations: list[list[dict[str, str]]], temperature: float) -> list[str]:
+    def _generate(self, conversations: list[list[dict[str, str]]], temperature: float,
+                  repetition_penalty: float = 1.0) -> list[str]:
         import os
 
         import torch
@@ -90,7 +91,8 @@ class LocalLLMUser:
             self.model.eval()
             try:
                 new = self.engine().generate(ids, max_new_tokens=self.max_new_tokens,
-                                             temperature=temperature, greedy=temperature <= 0)
+                                             temperature=temperature, greedy=temperature <= 0,
+                                             repetition_penalty=repetition_penalty)
             finally:
                 self.model.train(was_training)
             return tok.batch_decode(new, skip_special_tokens=True)
@@ -104,6 +106,7 @@ class LocalLLMUser:
         with torch.no_grad():
             out = self.model.generate(**batch, max_new_tokens=self.max_new_tokens, do_sample=sample,
                                       temperature=temperature if sample else None, top_p=None, top_k=None,
+                                      repetition_penalty=repetition_penalty,
                                       pad_token_id=tok.pad_token_id)              # (B, P + N)
         new = out[:, batch["input_ids"].shape[1]:]                                 # (B, N)
         return tok.batch_decode(new, skip_special_tokens=True)
@@ -116,16 +119,18 @@ def chat_prompt_ids(tok, conversations: list[list[dict[str, str]]]) -> list[list
 
 
 def replies_by_temperature(states: list[UserState], generate, who: str) -> list[UserReply]:
-    """One `generate(conversations, temperature) -> texts` call per temperature among the states
-    (the knob user.<gym>.temperature, 0.7 unset); a call that raises fails its episodes' replies
-    (`who: error`), not the run."""
+    """One `generate(conversations, temperature, repetition_penalty) -> texts` call per setting
+    among the states (the knobs user.<gym>.temperature, 0.7 unset, and
+    user.<gym>.repetition_penalty, 1.0 unset: none); a call that raises fails its episodes'
+    replies (`who: error`), not the run."""
     replies: list[UserReply | None] = [None] * len(states)
-    groups: dict[float, list[int]] = {}
+    groups: dict[tuple[float, float], list[int]] = {}
     for i, s in enumerate(states):
-        groups.setdefault(float(s.knobs.get("temperature", 0.7)), []).append(i)
-    for temperature, idx in sorted(groups.items()):
+        key = (float(s.knobs.get("temperature", 0.7)), float(s.knobs.get("repetition_penalty", 1.0)))
+        groups.setdefault(key, []).append(i)
+    for (temperature, penalty), idx in sorted(groups.items()):
         try:
-            texts = generate([user_messages(states[i]) for i in idx], temperature)
+            texts = generate([user_messages(states[i]) for i in idx], temperature, penalty)
         except Exception as exc:   # a broken model call fails these episodes, not the run
             texts = [exc] * len(idx)
         for i, t in zip(idx, texts):
@@ -155,7 +160,8 @@ class EngineLLMUser:
     def respond_batch(self, states: list[UserState]) -> list[UserReply]:
         return replies_by_temperature(states, self._generate, "vLLM user")
 
-    def _generate(self, conversations: list[list[dict[str, str]]], temperature: float) -> list[str]:
+    def _generate(self, conversations: list[list[dict[str, str]]], temperature: float,
+                  repetition_penalty: float = 1.0) -> list[str]:
         from training.policy import end_of_turn_ids
 
         tok = self.tokenizer
@@ -163,7 +169,8 @@ class EngineLLMUser:
         ids = chat_prompt_ids(tok, conversations)
         samples = self.engine.generate(ids, max_new_tokens=self.max_new_tokens,
                                        temperature=temperature, stop_ids=stop,
-                                       seed=self.seed + 1000 * self.calls, adapter=False)
+                                       seed=self.seed + 1000 * self.calls, adapter=False,
+                                       repetition_penalty=repetition_penalty)
         self.calls += 1
         return [tok.decode([t for t in s.ids if t not in stop], skip_special_tokens=True)
                 for s in samples]
