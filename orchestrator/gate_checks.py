@@ -255,7 +255,7 @@ def _knob_change_reasons(path: str, old: Any, new: Any, node: dict, ctx: GateCon
 
 
 def knob_write_reasons(writes: dict[str, tuple[Any, Any]], schema: dict,
-                       ctx: GateContext) -> list[str]:
+                       ctx: GateContext, knobs: Any = None) -> list[str]:
     """The reasons check_knobs would give for knob writes {path: (old, new)} alone (delta,
     harder direction, the run's turn cap and LLM users), before any commit exists: a meta-agent
     that asks first does not commit what the gate refuses (the CPU run of 2026-12-05 tried to
@@ -265,7 +265,8 @@ def knob_write_reasons(writes: dict[str, tuple[Any, Any]], schema: dict,
     for path, (old, new) in writes.items():
         reasons += _knob_change_reasons(path, old, new, schema_node(schema, path), ctx)
     changes = [{"path": p, "old": o, "new": n} for p, (o, n) in writes.items()]
-    return reasons + gate_knobs.llm_only_reasons(changes, ctx)
+    return reasons + gate_knobs.llm_only_reasons(changes, ctx) + \
+        gate_knobs.reply_penalty_reasons(changes, knobs, ctx)
 
 
 def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
@@ -306,6 +307,7 @@ def check_knobs(ws: Workspace, old_tree: str, new_tree: str,
         reasons += _knob_semantics(ws, new_tree, knobs)
         # writes that would change nothing: no LLM user to mix in, a knob no code reads
         reasons += gate_knobs.llm_only_reasons(changes, ctx)
+        reasons += gate_knobs.reply_penalty_reasons(changes, knobs, ctx)
         reasons += gate_knobs.unread_knob_reasons(changes, old_knobs)
     return reasons, changes
 

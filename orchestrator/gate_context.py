@@ -158,6 +158,27 @@ class GateContext:
             return None, ""
         return (rollout, run.name) if isinstance(rollout, dict) else (None, "")
 
+    def llm_user_kind(self, name: str) -> str | None:
+        """How the current run answers its LLM user `name` (a gym's user.<gym>.llm): "local"
+        (a model in the trainer, the KV engine), "vllm" (the vLLM engine's base model: rollout
+        backend vllm with a LoRA policy) or "http" (an OpenAI-compatible server); None before a
+        run or for a name the run does not define."""
+        run = self.run_dir()
+        try:
+            cfg = json.loads((run / "config.json").read_text()) if run else None
+            rollout, model = cfg["rollout"], cfg.get("model") or {}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if name == "default":
+            if rollout.get("user_llm", "none") == "none":
+                return None
+            lora = (model.get("lora_rank") or 0) > 0
+            return "vllm" if rollout.get("backend") == "vllm" and lora else "local"
+        kind = ((rollout.get("user_llms") or {}).get(name) or {}).get("kind")
+        if kind == "reference":
+            return self.llm_user_kind("default") or "local"
+        return {"local": "local", "http": "http"}.get(kind)
+
     def turn_cap(self) -> tuple[int | None, str]:
         """(the current run's rollout.max_turns, the run's name): the rollout ends every episode
         there, whatever an environment's max_steps knob allows. (None, "") before a run."""

@@ -46,6 +46,29 @@ def llm_only_reasons(changes: list[dict], ctx: GateContext) -> list[str]:
     return reasons
 
 
+def reply_penalty_reasons(changes: list[dict], knobs: Any, ctx: GateContext) -> list[str]:
+    """A `user.<gym>.repetition_penalty` other than 1.0 where the run answers the gym's LLM user
+    through vLLM or a server: theirs penalises the whole conversation, the hidden facts of the
+    user's prompt included (the 135M user then told none: benchmarks/user_loop_probe.py), and
+    ours acts on the reply alone, in the local user (training/kvengine.py)."""
+    reasons = []
+    for ch in changes:
+        parts = ch["path"].split(".")
+        if len(parts) != 3 or parts[0] != "user" or parts[2] != "repetition_penalty" or \
+                ch["new"] in (None, 1, 1.0):
+            continue
+        name = ((knobs or {}).get("user", {}).get(parts[1]) or {}).get("llm", "default")
+        kind = ctx.llm_user_kind(str(name))
+        if kind in ("vllm", "http"):
+            where = "the vLLM engine" if kind == "vllm" else "an OpenAI-compatible server"
+            reasons.append(f"{KNOBS}: {ch['path']} {ch['old']} -> {ch['new']} cannot act: the "
+                           f"run answers {parts[1]}'s LLM user ({name!r}) through {where}, whose "
+                           f"repetition penalty would also fall on the hidden facts of its prompt; "
+                           f"the penalty on the reply alone is the local user's (user.<gym>.llm "
+                           f"default with rollout.backend kv, or a local model).")
+    return reasons
+
+
 def unread_knob_reasons(changes: list[dict], old_knobs: Any) -> list[str]:
     """A knob new in knobs.json that no reader declares (training/knob_readers.py). Only writes
     are judged: a seed (no earlier knobs.json) is the person's starting point."""

@@ -233,6 +233,25 @@ def sample_next(logits: torch.Tensor, temperature: torch.Tensor, top_p: torch.Te
     return torch.where(greedy, logits.argmax(-1), sampled)
 
 
+class ReplyRepetitionPenalty:
+    """A transformers logits processor (for `generate(logits_processor=...)`): the repetition
+    penalty of transformers' RepetitionPenaltyLogitsProcessor (a token's logit divided by
+    `penalty`, multiplied where negative) on the tokens generated after the first `prompt_len`
+    columns only, as the KV engine applies an LLM user's `user.<gym>.repetition_penalty`
+    (training/kvengine.py says why not the prompt)."""
+
+    def __init__(self, penalty: float, prompt_len: int):
+        self.penalty, self.prompt_len = float(penalty), int(prompt_len)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        new = input_ids[:, self.prompt_len:]                                    # (B, n)
+        if new.shape[1] == 0 or self.penalty == 1.0:
+            return scores
+        got = scores.gather(1, new)
+        got = torch.where(got > 0, got / self.penalty, got * self.penalty)
+        return scores.scatter(1, new, got)
+
+
 class SharedKV:
     """Flat key and value buffers, one pair per layer, that the StaticCache of every slot views as
     its (B, H, L, D) keys and values.

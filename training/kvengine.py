@@ -187,9 +187,13 @@ class KVEngine:
         self.prefill_chunk = prefill_chunk
         self.capture_s = 0.0
         self._nucleus = False                    # top_p < 1: sort the vocabulary when sampling
-        # repetition penalty (Keskar et al. 2019, CTRL; transformers' RepetitionPenaltyLogitsProcessor):
-        # a token already in the slot's context has its logit divided by it (multiplied where
-        # negative). 1.0, the policy's rollouts, costs nothing: `seen` (S, V) is made only when
+        # repetition penalty over the reply (Keskar et al. 2019, CTRL, as transformers'
+        # RepetitionPenaltyLogitsProcessor but on this call's new tokens only): a token the reply
+        # has already said has its logit divided by it (multiplied where negative). Not the
+        # context: penalising the prompt kept the 135M user from telling any hidden fact, whose
+        # words are in its prompt (0 of 48 replies disclosed one at 1.2, against 6 of 48 without;
+        # benchmarks/user_loop_probe.py), and from ending its turn, whose end token every earlier
+        # message has. 1.0, the policy's rollouts, costs nothing: `seen` (S, V) is made only when
         # an LLM user asks for a penalty (user.<gym>.repetition_penalty)
         self._penalty = 1.0
         self.seen: torch.Tensor | None = None
@@ -387,16 +391,9 @@ class KVEngine:
             self.held[s] = self.held[s] + list(suffix)
         self.start[rows] = first_d + lens_d
         self.nstep[rows] = 0
-        seen = None
-        if self._penalty != 1.0:     # each slot's whole context, made anew: slots are reused
-            held = [self.held[s] for s in slots]
-            width = max(len(h) for h in held)
-            idx = torch.tensor([h + h[:1] * (width - len(h)) for h in held], dtype=torch.long,
-                               device=dev)                                       # (b, L)
-            seen = torch.zeros(len(slots), self.seen.shape[1], dtype=torch.bool,
-                               device=dev).scatter_(1, idx, True)                # (b, V)
-        nxt = self._pick(logits, self.nstep[rows], torch.ones_like(rows, dtype=torch.bool), seen)
-        if seen is not None:
+        nxt = self._pick(logits, self.nstep[rows], torch.ones_like(rows, dtype=torch.bool))
+        if self._penalty != 1.0:     # the reply so far: its first token alone
+            seen = torch.zeros(len(slots), self.seen.shape[1], dtype=torch.bool, device=dev)
             seen[torch.arange(len(slots), device=dev), nxt] = True
             self.seen[rows] = seen
         self.out[rows, 0] = nxt
@@ -410,8 +407,8 @@ class KVEngine:
         exponential race of generation.sample_next); run eagerly, the Python settings pick the
         cheaper path (on a CPU the race's exponential draw over the vocabulary cost 7 of a
         decode step's 11 ms: an argmax, or one uniform draw against the CDF, instead). `seen`
-        (b, V): the tokens already in each row's context, penalised first, as transformers
-        applies its logits processors before temperature and top-p."""
+        (b, V): the tokens each row's reply has said, penalised first, as transformers applies
+        its logits processors before temperature and top-p."""
         if seen is not None:
             logits = torch.where(seen, torch.where(logits > 0, logits / self.penalty,
                                                    logits * self.penalty), logits)

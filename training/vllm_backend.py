@@ -161,8 +161,7 @@ def vllm_lora_rank(rank: int) -> int:
 
 def sampling_kwargs(max_new_tokens: int, temperature: float = 1.0, top_p: float = 1.0, *,
                     greedy: bool = False, seed: int | None = None, stop_ids: Sequence[int] = (),
-                    stop: Sequence[str] = (), logprobs: bool = True,
-                    repetition_penalty: float = 1.0) -> dict:
+                    stop: Sequence[str] = (), logprobs: bool = True) -> dict:
     """Keyword arguments of `vllm.SamplingParams` with the graph backend's semantics: new token
     ids only, nothing detokenised; a stop id ends the turn and stays in it; without stop ids or
     strings exactly max_new_tokens (EOS ignored, as the graph backend has no stop then); no
@@ -175,8 +174,6 @@ def sampling_kwargs(max_new_tokens: int, temperature: float = 1.0, top_p: float 
               top_p=1.0 if greedy else float(top_p), top_k=0, seed=seed,
               stop_token_ids=[int(t) for t in stop_ids], ignore_eos=not stop_ids and not stop,
               skip_special_tokens=False, detokenize=bool(stop), logprobs=0 if logprobs else None)
-    if repetition_penalty != 1.0:    # an LLM user's user.<gym>.repetition_penalty (vLLM's own)
-        kw["repetition_penalty"] = float(repetition_penalty)
     if stop:
         kw.update(stop=[str(s) for s in stop], include_stop_str_in_output=True)
     return kw
@@ -317,8 +314,7 @@ class VLLMEngine:
 
     def generate(self, prompt_ids: list[list[int]], *, max_new_tokens: int,
                  temperature: float = 1.0, top_p: float = 1.0, stop_ids: Sequence[int] = (),
-                 seed: int | None = None, adapter: bool = True,
-                 repetition_penalty: float = 1.0) -> list[Sample]:
+                 seed: int | None = None, adapter: bool = True) -> list[Sample]:
         """Each prompt's Sample (module docstring, 6. and 7.). adapter False asks the base model
         (LoRA; under full fine-tuning the engine holds the policy either way). Request i is
         seeded seed + i; seed None draws the base seed from torch's global generator, which the
@@ -331,8 +327,7 @@ class VLLMEngine:
 
         base = int(torch.randint(0, 2**31 - 1, ())) if seed is None else int(seed)
         params = [SamplingParams(**sampling_kwargs(max_new_tokens, temperature, top_p,
-                                                   seed=base + i, stop_ids=stop_ids,
-                                                   repetition_penalty=repetition_penalty))
+                                                   seed=base + i, stop_ids=stop_ids))
                   for i in range(len(prompt_ids))]
         outs = self.llm.generate(build_requests(prompt_ids), params, use_tqdm=False,
                                  lora_request=self.adapter if adapter else None)

@@ -282,7 +282,8 @@ class Planner:
             return ""
         writes = {p: (self.value(p), v) for p, v in act.knobs.items()}
         reasons = gate_checks.knob_write_reasons(writes, self.schema or {},
-                                                 GateContext.for_experiment(exp_dir))
+                                                 GateContext.for_experiment(exp_dir),
+                                                 knobs=self.knobs)
         if not reasons:
             return ""
         first = reasons[0].removeprefix("knobs.json: ")

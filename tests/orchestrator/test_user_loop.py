@@ -109,3 +109,25 @@ def test_a_pinned_user_mode_keeps_its_mixture_and_the_llm_user_gets_a_penalty(tm
     assert (k["strategy_mix"], k["repetition_penalty"]) == (0.5, 2.0)
     assert "left alone: No remedy within the knobs' limits, or its knobs are still being " \
            "measured: 18 of 48 recent persuade replies of the LLM user (38%)" in record(again)
+
+
+def test_a_user_behind_vllm_or_a_server_gets_no_penalty_and_the_session_says_why(tmp_path,
+                                                                                  monkeypatch):
+    """Their repetition penalty would fall on the hidden facts of the user's prompt too: the
+    gate refuses the write, and the agent, asking first, commits nothing and says so."""
+    exp = _exp(tmp_path, monkeypatch)
+    cfg = {"gyms": [], "model": {"lora_rank": 8},
+           "rollout": {"user_llm": "reference", "backend": "vllm"}}
+    (exp / "run-001" / "config.json").write_text(json.dumps(cfg))
+    (exp / "experiment.json").write_text(json.dumps({"bench": "usergym"}))   # the gate knows the run
+    schema_path = exp / "workspace" / "schema" / "knobs.schema.json"
+    schema = json.loads(schema_path.read_text())
+    mix = schema["properties"]["user"]["properties"]["persuade"]["properties"]["strategy_mix"]
+    mix["minimum"] = mix["maximum"] = 0.5
+    schema_path.write_text(json.dumps(schema))
+    from orchestrator import gitops
+    gitops.git(exp / "workspace", "commit", "-qam", "Pin the user mode (test)")
+    res = base.run_session(ctx(exp))
+    assert knobs(exp)["user"]["persuade"]["repetition_penalty"] == 1.0
+    assert "user.persuade.repetition_penalty 1.0 -> 1.3 cannot act: the run answers persuade's " \
+           "LLM user ('default') through the vLLM engine" in record(res)

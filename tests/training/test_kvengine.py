@@ -227,21 +227,37 @@ def test_rollout_engine_follows_the_policy_weights():
 
 
 def _hf_penalised(model, contexts, max_new, penalty, device="cpu"):
-    """transformers' own greedy tokens under its RepetitionPenaltyLogitsProcessor, one unpadded
-    context at a time, cut after the first stop id (1) as the engine cuts them."""
+    """transformers' greedy tokens with the reply-only penalty as its logits processor, one
+    unpadded context at a time, cut after the first stop id (1) as the engine cuts them."""
+    from transformers import LogitsProcessorList
+
+    from training.generation import ReplyRepetitionPenalty
     out = []
     for c in contexts:
         ids = model.generate(torch.tensor([c], device=device), max_new_tokens=max_new,
-                             do_sample=False, repetition_penalty=penalty, eos_token_id=1,
-                             pad_token_id=0)[0, len(c):].tolist()
+                             do_sample=False, eos_token_id=1, pad_token_id=0,
+                             logits_processor=LogitsProcessorList(
+                                 [ReplyRepetitionPenalty(penalty, len(c))]))[0, len(c):].tolist()
         out.append(ids[:ids.index(1) + 1] if 1 in ids else ids)
     return out
 
 
+def test_the_reply_penalty_is_transformers_on_the_new_tokens_alone():
+    """ReplyRepetitionPenalty: transformers' repetition penalty, on the columns past the prompt."""
+    from transformers import RepetitionPenaltyLogitsProcessor
+
+    from training.generation import ReplyRepetitionPenalty
+    ids = torch.tensor([[5, 6, 7, 8, 6], [9, 9, 5, 7, 7]])
+    scores = torch.randn(2, 12, generator=torch.Generator().manual_seed(0)) * 3
+    mine = ReplyRepetitionPenalty(1.7, 3)(ids, scores.clone())
+    assert torch.equal(mine, RepetitionPenaltyLogitsProcessor(1.7)(ids[:, 3:], scores.clone()))
+    assert torch.equal(ReplyRepetitionPenalty(1.7, 5)(ids, scores.clone()), scores)   # no reply yet
+
+
 def test_a_repetition_penalty_gives_transformers_tokens_over_turns_and_then_goes():
-    """An LLM user's `user.<gym>.repetition_penalty`: each slot's whole context (what it held
-    before the call included) is penalised, as transformers penalises its input ids, over
-    reused slots; a call without one afterwards decodes as if none had been asked."""
+    """An LLM user's `user.<gym>.repetition_penalty`: the tokens each reply has said are
+    penalised (not its context), over reused slots, as transformers' generate with the same
+    processor; a call without one afterwards decodes as if none had been asked."""
     model = _model()
     engine = _engine(model, slots=3)
     contexts, replies = _conversation(turns=2)

@@ -220,12 +220,13 @@ def test_a_lora_policy_goes_in_as_an_adapter_and_the_user_asks_the_base(monkeypa
     assert [c["params"][0]["temperature"] for c in calls] == [0.0, 0.7]
     assert calls[0]["params"][0]["max_tokens"] == 12 and calls[1]["params"][0]["seed"] == 1011
     assert tok.decode(calls[0]["prompts"][0]).endswith("<|im_start|>assistant\n")
-    # user.<gym>.repetition_penalty goes to vLLM's own; none is sent where it is unset
+    # vLLM's repetition_penalty acts on the prompt's hidden facts too: a penalty fails those
+    # replies saying why, and the others are answered
     penalised = UserState("toy", task, 1, "What is the number?", [], {},
                           knobs={"temperature": 0.7, "repetition_penalty": 1.3})
-    user.respond_batch([penalised, states[1]])
-    calls = fake.of("generate")[-2:]
-    assert [c["params"][0].get("repetition_penalty") for c in calls] == [None, 1.3]
+    kept, refused = user.respond_batch([states[1], penalised])
+    assert kept.text == "It is 42." and refused.failed
+    assert "the vLLM user has no repetition penalty on the reply alone" in refused.error
     engine.sleep()                                             # a failed call fails the replies
     assert all(r.failed and "vLLM user" in r.error for r in user.respond_batch(states[:1]))
 

@@ -86,14 +86,16 @@ def test_good_reply_sends_a_chat_completion():
     assert req["body"]["messages"][-1] == {"role": "user", "content": "What is your budget?"}
 
 
-def test_a_repetition_penalty_is_sent_only_where_the_knob_sets_one():
+def test_a_repetition_penalty_fails_the_reply_saying_why_and_sends_nothing():
+    """A server's repetition_penalty would act on the whole conversation, the hidden facts of the
+    prompt included: user.<gym>.repetition_penalty is for the local user, and says so here."""
     penalised = state(0.3)
     penalised = UserState(**{**penalised.__dict__, "knobs": {"temperature": 0.3, "repetition_penalty": 1.3}})
-    with Server(["ok", "ok"]) as srv:
-        user(srv.url).respond(state(0.3))
-        user(srv.url).respond(penalised)
-    assert "repetition_penalty" not in srv.requests[0]["body"]
-    assert srv.requests[1]["body"]["repetition_penalty"] == 1.3
+    with Server(["ok"]) as srv:
+        reply = user(srv.url).respond(penalised)
+    assert reply.failed and srv.requests == []
+    assert "has no repetition penalty on the reply alone (user.<gym>.repetition_penalty is 1.3)" \
+        in reply.error
 
 
 def test_500_then_ok_is_retried():

@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from training.benches.base import UserReply, UserState
-from training.users.prompt import LLMUserConfigError, failed, user_messages
+from training.users.prompt import NO_REPLY_PENALTY, LLMUserConfigError, failed, user_messages
 
 
 class _Retryable(Exception):
@@ -69,9 +69,7 @@ class HTTPLLMUser:
                 "temperature": float(state.knobs.get("temperature", 0.7))}
         penalty = float(state.knobs.get("repetition_penalty", 1.0))
         if penalty != 1.0:
-            # user.<gym>.repetition_penalty, as vLLM's and transformers' servers name it; a server
-            # without it (the OpenAI API) refuses the request, and the reply fails saying so
-            body["repetition_penalty"] = penalty
+            return failed(NO_REPLY_PENALTY.format(who=f"the user LLM at {self.url}", value=penalty))
         last = "no attempt made"
         for attempt in range(self.retries + 1):
             if attempt:

@@ -27,8 +27,8 @@ from typing import Any
 from training.benches.base import UserReply, UserState
 from training.users.http import HTTPLLMUser
 # the prompt's names stay importable from here, where callers and tests have always found them
-from training.users.prompt import (DISCLOSURE_RULE, REPLY_STYLE, LLMUserConfigError,  # noqa: F401
-                                   failed, system_prompt, user_messages)
+from training.users.prompt import (DISCLOSURE_RULE, NO_REPLY_PENALTY, REPLY_STYLE,  # noqa: F401
+                                   LLMUserConfigError, failed, system_prompt, user_messages)
 
 
 class LocalLLMUser:
@@ -103,10 +103,15 @@ class LocalLLMUser:
         torch.manual_seed(self.seed + self.calls)
         self.calls += 1
         sample = temperature > 0
+        from transformers import LogitsProcessorList
+
+        from training.generation import ReplyRepetitionPenalty
+        penalty = LogitsProcessorList([ReplyRepetitionPenalty(repetition_penalty,
+                                                              batch["input_ids"].shape[1])])
         with torch.no_grad():
             out = self.model.generate(**batch, max_new_tokens=self.max_new_tokens, do_sample=sample,
                                       temperature=temperature if sample else None, top_p=None, top_k=None,
-                                      repetition_penalty=repetition_penalty,
+                                      logits_processor=penalty,
                                       pad_token_id=tok.pad_token_id)              # (B, P + N)
         new = out[:, batch["input_ids"].shape[1]:]                                 # (B, N)
         return tok.batch_decode(new, skip_special_tokens=True)
@@ -164,13 +169,14 @@ class EngineLLMUser:
                   repetition_penalty: float = 1.0) -> list[str]:
         from training.policy import end_of_turn_ids
 
+        if repetition_penalty != 1.0:
+            raise ValueError(NO_REPLY_PENALTY.format(who="the vLLM user", value=repetition_penalty))
         tok = self.tokenizer
         stop = end_of_turn_ids(tok)
         ids = chat_prompt_ids(tok, conversations)
         samples = self.engine.generate(ids, max_new_tokens=self.max_new_tokens,
                                        temperature=temperature, stop_ids=stop,
-                                       seed=self.seed + 1000 * self.calls, adapter=False,
-                                       repetition_penalty=repetition_penalty)
+                                       seed=self.seed + 1000 * self.calls, adapter=False)
         self.calls += 1
         return [tok.decode([t for t in s.ids if t not in stop], skip_special_tokens=True)
                 for s in samples]

@@ -19,6 +19,12 @@ from training.benches.base import UserReply, UserState
 DISCLOSURE_RULE = ("Hidden information you hold. Share a piece only when the assistant asks about it, "
                    "one piece at a time; never volunteer the rest, never reveal this list:")
 REPLY_STYLE = "Reply as the user, in one or two short sentences."
+# user.<gym>.repetition_penalty acts on the reply's own tokens (training/kvengine.py); vLLM's and
+# the OpenAI-compatible servers' repetition_penalty acts on the whole conversation, the prompt's
+# hidden facts included, which kept the 135M user from telling any of them
+NO_REPLY_PENALTY = ("{who} has no repetition penalty on the reply alone (user.<gym>."
+                    "repetition_penalty is {value}): set it back to 1.0, or answer the gym with the "
+                    "local LLM user (user.<gym>.llm default, rollout.backend kv).")
 
 
 class LLMUserConfigError(ValueError):
