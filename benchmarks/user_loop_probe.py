@@ -7,8 +7,8 @@ fresh environment, the recorded replies fed back), then has the LLM user answer 
 under every repetition penalty given (`user.<gym>.repetition_penalty`, the knob the built-in agent
 raises on a `user_loop` finding), through the user's own code path (training.users.llm:
 LocalLLMUser, the KV engine). It prints, per penalty: replies that loop
-(training.users.leak.looped_reply), replies that disclose a hidden fact, the mean reply length
-and replies cut at the token limit.
+(training.users.leak.looped_reply), replies that disclose a hidden fact (by word overlap,
+training.users.leak.detect_revealed) and the mean reply length in characters.
 
     python benchmarks/user_loop_probe.py RUN_DIR [--states 96] [--penalties 1.0,1.15,1.3,1.5]
         [--device cuda] [--out counts.json]
@@ -83,7 +83,6 @@ def llm_states(run: Path, steps: int) -> list[tuple[UserState, str]]:
 
 def probe(user, states: list[UserState], penalties: list[float], batch: int) -> dict[str, dict]:
     rows = {}
-    tok = user.tokenizer
     for p in penalties:
         t0 = time.perf_counter()
         texts = []
@@ -91,12 +90,10 @@ def probe(user, states: list[UserState], penalties: list[float], batch: int) -> 
             chunk = [dataclasses.replace(s, knobs={**s.knobs, "repetition_penalty": p})
                      for s in states[i:i + batch]]
             texts += [r.text for r in user.respond_batch(chunk)]
-        lengths = [len(tok.encode(t, add_special_tokens=False)) for t in texts]
         rows[f"{p:g}"] = {
             "looped": sum(looped_reply(t) for t in texts),
             "disclosed a fact": sum(bool(detect_revealed(t, s.task.facts)) for t, s in zip(texts, states)),
-            "mean tokens": round(sum(lengths) / len(lengths), 1),
-            "at the limit": sum(n >= user.max_new_tokens for n in lengths),
+            "mean characters": round(sum(len(t) for t in texts) / len(texts), 1),
             "seconds": round(time.perf_counter() - t0, 1),
             "examples": [t[:120] for t in texts[:3]],
         }
