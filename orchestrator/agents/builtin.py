@@ -758,27 +758,24 @@ class Planner:
         gym = f.gym
         if gym not in self.gyms:
             return None
-        mix = f"user.{gym}.strategy_mix"
-        new = self.step(mix, +1, default_delta=0.25)
-        if new is not None:
-            return Intervention(f"Answer more {gym} episodes with the symbolic user ({mix} "
-                                f"{self.value(mix)} -> {new})",
-                                f"{f.message} The policy hears a loop instead of an answer, and "
-                                f"copies it; the symbolic user's replies are its rules' templates, "
-                                f"which do not loop.",
-                                f"looped/{gym} falls.", knobs={mix: new})
-        # the mixture pinned: the LLM user itself is repaired, a sentence it has said made less
-        # likely (its repetition penalty, 1.0 -> 1.3 at the schema's x-max-delta)
-        rp = f"user.{gym}.repetition_penalty"
-        new = self.step(rp, +1)
-        if new is None:
-            return None
-        return Intervention(f"Raise the {gym} LLM user's repetition penalty ({rp} "
-                            f"{self.value(rp)} -> {new})",
-                            f"{f.message} The policy hears a loop instead of an answer, and copies "
-                            f"it; a penalty on the tokens already in the conversation makes the "
-                            f"user less likely to say a sentence again.",
-                            f"looped/{gym} falls.", knobs={rp: new})
+        # the mixture pinned, the LLM user itself is repaired: a sentence its reply has said made
+        # less likely (1.0 -> 1.3 at the schema's x-max-delta; 10 of 48 recorded replies looped
+        # without it and 0 with it, benchmarks/user_loop_probe.py)
+        for path, delta, subject, how in (
+                (f"user.{gym}.strategy_mix", 0.25,
+                 f"Answer more {gym} episodes with the symbolic user",
+                 "the symbolic user's replies are its rules' templates, which do not loop"),
+                (f"user.{gym}.repetition_penalty", None,
+                 f"Raise the {gym} LLM user's repetition penalty",
+                 "a penalty on the tokens its reply has said makes the user less likely to say "
+                 "a sentence again")):
+            new = self.step(path, +1, default_delta=delta)
+            if new is not None:
+                return Intervention(f"{subject} ({path} {self.value(path)} -> {new})",
+                                    f"{f.message} The policy hears a loop instead of an answer, "
+                                    f"and copies it; {how}.",
+                                    f"looped/{gym} falls.", knobs={path: new})
+        return None
 
     def _rein_in_rule(self, f: Finding, gym: str) -> Intervention | None:
         """The symbolic rule that fires on most leaking turns, when it discloses facts nobody asked

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "agents"))
 from episodes import ep, turn  # noqa: E402
 from test_builtin_progress import ctx, knobs, last_msg, record, usergym_exp  # noqa: E402
 
-from orchestrator import diagnostics, effects  # noqa: E402
+from orchestrator import diagnostics, effects, gitops  # noqa: E402
 from orchestrator.agents import base  # noqa: E402
 from training.users.leak import looped_reply  # noqa: E402
 
@@ -65,6 +65,16 @@ def _exp(tmp_path, monkeypatch, user_llm="reference"):
     return exp
 
 
+def _pin_mixture(exp):
+    """strategy_mix's schema range narrowed to its value, as `start --user-mode` narrows it."""
+    schema_path = exp / "workspace" / "schema" / "knobs.schema.json"
+    schema = json.loads(schema_path.read_text())
+    mix = schema["properties"]["user"]["properties"]["persuade"]["properties"]["strategy_mix"]
+    mix["minimum"] = mix["maximum"] = 0.5
+    schema_path.write_text(json.dumps(schema))
+    gitops.git(exp / "workspace", "commit", "-qam", "Pin the user mode (test)")
+
+
 def test_the_builtin_agent_answers_more_episodes_with_the_symbolic_user(tmp_path, monkeypatch):
     exp = _exp(tmp_path, monkeypatch)
     assert knobs(exp)["user"]["persuade"]["strategy_mix"] == 0.5
@@ -85,13 +95,7 @@ def test_a_pinned_user_mode_keeps_its_mixture_and_the_llm_user_gets_a_penalty(tm
     goes up one step instead; at the schema's maximum nothing is left to do, and the session
     says which finding it left."""
     exp = _exp(tmp_path, monkeypatch)
-    schema_path = exp / "workspace" / "schema" / "knobs.schema.json"
-    schema = json.loads(schema_path.read_text())
-    mix = schema["properties"]["user"]["properties"]["persuade"]["properties"]["strategy_mix"]
-    mix["minimum"] = mix["maximum"] = 0.5
-    schema_path.write_text(json.dumps(schema))
-    from orchestrator import gitops
-    gitops.git(exp / "workspace", "commit", "-qam", "Pin the user mode (test)")
+    _pin_mixture(exp)
     res = base.run_session(ctx(exp))
     assert res.status == base.OK, res.reason
     assert knobs(exp)["user"]["persuade"]["strategy_mix"] == 0.5
@@ -120,13 +124,7 @@ def test_a_user_behind_vllm_or_a_server_gets_no_penalty_and_the_session_says_why
            "rollout": {"user_llm": "reference", "backend": "vllm"}}
     (exp / "run-001" / "config.json").write_text(json.dumps(cfg))
     (exp / "experiment.json").write_text(json.dumps({"bench": "usergym"}))   # the gate knows the run
-    schema_path = exp / "workspace" / "schema" / "knobs.schema.json"
-    schema = json.loads(schema_path.read_text())
-    mix = schema["properties"]["user"]["properties"]["persuade"]["properties"]["strategy_mix"]
-    mix["minimum"] = mix["maximum"] = 0.5
-    schema_path.write_text(json.dumps(schema))
-    from orchestrator import gitops
-    gitops.git(exp / "workspace", "commit", "-qam", "Pin the user mode (test)")
+    _pin_mixture(exp)
     res = base.run_session(ctx(exp))
     assert knobs(exp)["user"]["persuade"]["repetition_penalty"] == 1.0
     assert "user.persuade.repetition_penalty 1.0 -> 1.3 cannot act: the run answers persuade's " \
