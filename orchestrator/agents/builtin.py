@@ -317,6 +317,11 @@ class Planner:
         if f.kind == "stale_rollouts":
             return (f"No workspace file moves the trainer's weight copy; the run's rollouts are "
                     f"not the trained policy's until a person fixes the trainer: {f.message}")
+        if f.kind == "user_loop" and self.value(f"user.{f.gym}.repetition_penalty") is None:
+            return (f"The mixture is pinned or at its maximum, and this workspace has no "
+                    f"user.{f.gym}.repetition_penalty (it was made before the knob existed): "
+                    f"copy the knob and its schema entry from the project's workspace/ to repair "
+                    f"the LLM user: {f.message}")
         if f.kind == "module_errors":
             return (f"The experiment switches the module off once half its calls fail "
                     f"(orchestrator/reward_guard.py), and its code is for a person to fix: {f.message}")

@@ -129,3 +129,18 @@ def test_a_user_behind_vllm_or_a_server_gets_no_penalty_and_the_session_says_why
     assert knobs(exp)["user"]["persuade"]["repetition_penalty"] == 1.0
     assert "user.persuade.repetition_penalty 1.0 -> 1.3 cannot act: the run answers persuade's " \
            "LLM user ('default') through the vLLM engine" in record(res)
+
+
+def test_a_workspace_older_than_the_penalty_is_told_where_to_get_it(tmp_path, monkeypatch):
+    """An experiment made before user.<gym>.repetition_penalty existed (the H100 runs of
+    2026-12-08): with the mixture pinned, the session says the knob is missing and where it is."""
+    exp = _exp(tmp_path, monkeypatch)
+    k = knobs(exp)
+    for gym in k["user"].values():
+        gym.pop("repetition_penalty")
+    (exp / "workspace" / "knobs.json").write_text(json.dumps(k))
+    _pin_mixture(exp)
+    res = base.run_session(ctx(exp))
+    assert "repetition_penalty" not in knobs(exp)["user"]["persuade"]
+    assert "this workspace has no user.persuade.repetition_penalty (it was made before the knob " \
+           "existed)" in record(res)
