@@ -75,6 +75,41 @@ def test_detect_revealed_needs_the_fact_content_not_just_its_topic():
     assert leak.detect_revealed("An indoor pool is a must.", FACTS) == ["pool"]
 
 
+def test_words_the_agent_has_read_are_no_evidence_of_a_disclosure():
+    """Turtle's "The package is a parachute.": the puzzle names the package, the secret is the
+    keyword. A reply echoing the puzzle tells nothing; one that says the secret tells it."""
+    parachute = [Fact("p", "truth", "The package is a parachute.", ("parachute",))]
+    puzzle = "A man lies dead in a field next to an unopened package."
+    echo = "The unopened package is in the field. The unopened package is in the field."
+    assert leak.detect_revealed(echo, parachute) == ["p"]              # read without the puzzle
+    assert leak.detect_revealed(echo, parachute, known=puzzle) == []
+    assert leak.detect_revealed("It was a parachute that failed.", parachute, known=puzzle) == ["p"]
+    # the content words the prompt lacks still decide where there are some
+    assert leak.detect_revealed("My budget is 250 dollars a night.", FACTS,
+                                known="Find me a hotel within my budget.") == ["budget"]
+    assert leak.detect_revealed("The hotel is nice.", FACTS, known="Find me a hotel.") == []
+
+
+class EchoLLM:
+    """An LLM user that says the puzzle again, as the 135M user often did."""
+    arm = "llm"
+
+    def respond(self, state):
+        return UserReply(text=state.task.prompt, arm="llm")
+
+
+def test_an_llm_reply_echoing_the_puzzle_discloses_nothing():
+    """The environments pass what the agent read first (the task's prompt) as known words: read
+    without them, the third training puzzle said again would disclose all three hidden facts."""
+    task = next(t for t in BENCH.load_tasks("train", ["turtle"]) if t.id == "turtle-train-0002")
+    assert len(leak.detect_revealed(task.prompt, task.facts)) == 3
+    env = BENCH.make_env(task, snapshot(user={"turtle": {"strategy_mix": 0.0}}), seed=0,
+                         llm=EchoLLM())
+    env.reset()
+    _, _, _, _, info = env.step("[action] Tell me more?")
+    assert info["user_arm"] == "llm" and info["user_replied"] and info["revealed_facts"] == []
+
+
 def test_leaked_are_the_disclosures_not_asked_for_and_rate_counts_replies():
     assert leak.leaked("What is your budget?", ["budget", "pool"], FACTS, 0.5) == ["pool"]
     infos = [{"user_arm": "symbolic", "leaked_facts": ["pool"]}, {"user_arm": "llm", "leaked_facts": []},

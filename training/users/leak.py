@@ -5,9 +5,11 @@ handed over the reference solution unasked; a reward then measures the simulator
 `user/leak_rate` (DESIGN.md metric names) is the fraction of user replies that disclose at least
 one fact the agent's message did not match.
 
-- `detect_revealed(reply_text, facts)`: facts whose content a free-text reply (an LLM user's)
-  discloses: at least 60% of the fact's value words (the words of its text that are not its
-  keywords nor common words; numbers always count) appear in the reply.
+- `detect_revealed(reply_text, facts, known)`: facts whose content a free-text reply (an LLM
+  user's) discloses: at least 60% of the fact's evidence words appear in the reply. Those are its
+  value words (the words of its text that are not its keywords nor common words; numbers always
+  count) that the agent has not read already in `known` (the task's prompt). Where the prompt
+  holds them all, they are its keywords' words outside the prompt instead.
 - `asked(agent_message, facts, threshold)`: the fact ids the message asks for (similarity >=
   threshold, training.users.symbolic.similarity), best match first; recorded on each turn as
   `asked_facts`, so that a reply can be read against what it was asked.
@@ -41,12 +43,26 @@ def value_words(fact: Fact) -> set[str]:
             if w not in _COMMON and w not in keyword_words and (len(w) >= 3 or w.isdigit())}
 
 
-def detect_revealed(reply_text: str, facts: Iterable[Fact], min_share: float = 0.6) -> list[str]:
-    bag = set(words(reply_text))
+def evidence_words(fact: Fact, known: set[str]) -> set[str]:
+    """The words whose presence in a reply shows `fact` told: its value words outside `known`
+    (words the agent has read already), else its keywords' words outside `known`. In the H100
+    run of 2026-12-08 against the 135M LLM user, 52 of turtle's 54 "leaks" (steps 19-24) were
+    replies echoing the puzzle's own words: "The package is a parachute." has the value word
+    "package", which the puzzle names, while its secret is the keyword "parachute"."""
+    vw = value_words(fact) - known
+    if vw:
+        return vw
+    return {w for kw in fact.keywords for w in words(kw)
+            if w not in _COMMON and w not in known and (len(w) >= 3 or w.isdigit())}
+
+
+def detect_revealed(reply_text: str, facts: Iterable[Fact], min_share: float = 0.6,
+                    known: str = "") -> list[str]:
+    bag, seen = set(words(reply_text)), set(words(known))
     found = []
     for fact in facts:
-        vw = value_words(fact)
-        if vw and len(vw & bag) / len(vw) >= min_share:
+        ev = evidence_words(fact, seen)
+        if ev and len(ev & bag) / len(ev) >= min_share:
             found.append(fact.id)
     return found
 

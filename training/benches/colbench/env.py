@@ -193,7 +193,7 @@ class ColBenchEnv(TextEnv):
         text = text[:int(self.env_knobs.get("human_response_char_limit", 400))]
         revealed = list(reply.revealed_facts)
         if reply.arm == "llm" and not revealed:       # free text: detect what it disclosed
-            revealed = leak.detect_revealed(text, self.task.facts)
+            revealed = leak.detect_revealed(text, self.task.facts, known=self.task.prompt)
         for fid in revealed:
             self.revealed[fid] = self.revealed.get(fid, 0) + 1
         threshold = float(self.user_knobs.get("match_threshold", 0.5))

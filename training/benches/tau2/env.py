@@ -226,7 +226,7 @@ class Tau2Env(TextEnv):
         info["user_replied"] = True
         revealed = list(reply.revealed_facts)
         if reply.arm == "llm" and not revealed:      # an LLM says what it says: detect disclosures
-            revealed = leak.detect_revealed(reply.text, self.task.facts)
+            revealed = leak.detect_revealed(reply.text, self.task.facts, known=self.task.prompt)
         info["revealed_facts"] = revealed
         if self.turn > 0:      # a leak: a known detail (not the request itself) given unasked
             threshold = float(self.knobs.get("user", {}).get(self.gym, {}).get("match_threshold", 0.5))

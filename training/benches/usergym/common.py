@@ -211,7 +211,7 @@ class UserGymEnv(TextEnv):
     def _record_reply(self, reply: UserReply, content: str, info: dict) -> None:
         revealed = list(reply.revealed_facts)
         if reply.arm == "llm" and not revealed:      # an LLM says what it says: detect disclosures
-            revealed = leak.detect_revealed(reply.text, self.task.facts)
+            revealed = leak.detect_revealed(reply.text, self.task.facts, known=self.intro())
         threshold = float(self.user_knobs.get("match_threshold", ENV_MATCH_THRESHOLD))
         for fid in revealed:
             self.revealed[fid] = self.revealed.get(fid, 0) + 1
