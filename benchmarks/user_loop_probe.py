@@ -92,7 +92,9 @@ def probe(user, states: list[UserState], penalties: list[float], batch: int) -> 
             texts += [r.text for r in user.respond_batch(chunk)]
         rows[f"{p:g}"] = {
             "looped": sum(looped_reply(t) for t in texts),
-            "disclosed a fact": sum(bool(detect_revealed(t, s.task.facts)) for t, s in zip(texts, states)),
+            # the words of the prompt the agent read are no evidence (as the environments read it)
+            "disclosed a fact": sum(bool(detect_revealed(t, s.task.facts, known=s.task.prompt))
+                                    for t, s in zip(texts, states)),
             "mean characters": round(sum(len(t) for t in texts) / len(texts), 1),
             "seconds": round(time.perf_counter() - t0, 1),
             "examples": [t[:120] for t in texts[:3]],
