@@ -49,7 +49,8 @@ def llm_only_reasons(changes: list[dict], ctx: GateContext) -> list[str]:
 def reply_penalty_reasons(changes: list[dict], knobs: Any, ctx: GateContext) -> list[str]:
     """A `user.<gym>.repetition_penalty` other than 1.0 where the run answers the gym's LLM user
     through vLLM or a server: theirs penalises the whole conversation, the hidden facts of the
-    user's prompt included (the 135M user then told none: benchmarks/user_loop_probe.py), and
+    user's prompt included (the 135M user then told none: benchmarks/RESULTS-learning.md, twelfth
+    session), and
     ours acts on the reply alone, in the local user (training/kvengine.py)."""
     reasons = []
     for ch in changes:

@@ -191,10 +191,11 @@ class KVEngine:
         # RepetitionPenaltyLogitsProcessor but on this call's new tokens only): a token the reply
         # has already said has its logit divided by it (multiplied where negative). Not the
         # context: penalising the prompt kept the 135M user from telling any hidden fact, whose
-        # words are in its prompt (0 of 48 replies disclosed one at 1.2, against 6 of 48 without;
-        # benchmarks/user_loop_probe.py), and from ending its turn, whose end token every earlier
-        # message has. 1.0, the policy's rollouts, costs nothing: `seen` (S, V) is made only when
-        # an LLM user asks for a penalty (user.<gym>.repetition_penalty)
+        # words are in its prompt (under transformers' own penalty at 1.2, 0 of 48 recorded
+        # states' replies disclosed one, against 6 of 48 without: benchmarks/RESULTS-learning.md,
+        # twelfth session), and from ending its turn, whose end token every earlier message
+        # has. 1.0, the policy's rollouts, costs nothing: `seen` (S, V) is made only when an LLM
+        # user asks for a penalty (user.<gym>.repetition_penalty)
         self._penalty = 1.0
         self.seen: torch.Tensor | None = None
         self._settings = {"greedy": False, "min_new": 0, "temperature": 1.0, "top_p": 1.0}

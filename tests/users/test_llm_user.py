@@ -36,7 +36,8 @@ def test_withheld_kinds_are_not_in_the_prompt_so_the_llm_user_cannot_tell_them()
     kept = UserState(**{**st.__dict__, "task": task, "knobs": {**st.knobs, "withhold_kinds": ["detail"]}})
     system = user_messages(kept)[0]["content"]
     assert "I prefer trains." in system and "500 dollars" not in system
-    everything = UserState(**{**kept.__dict__, "knobs": {**st.knobs, "withhold_kinds": ["detail", "preference"]}})
+    everything = UserState(**{**kept.__dict__,
+                              "knobs": {**st.knobs, "withhold_kinds": ["detail", "preference"]}})
     system = user_messages(everything)[0]["content"]
     assert DISCLOSURE_RULE not in system and "trains" not in system and "Plan a trip." in system
 
