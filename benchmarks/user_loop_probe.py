@@ -38,11 +38,10 @@ class ProbeError(ValueError):
 
 
 def _snapshot(run: Path):
+    """The workspace the run's trainer loaded last, else the project's own."""
+    from orchestrator.diagnostics import _newest_snapshot
     from training.snapshot import Snapshot
-    snaps = [p for p in (run / "snapshots").glob("*") if p.is_dir()]
-    if not snaps:
-        return Snapshot.from_dir(ROOT / "workspace")
-    return Snapshot.from_dir(max(snaps, key=lambda p: p.stat().st_mtime))
+    return Snapshot.from_dir(_newest_snapshot(run) or ROOT / "workspace")
 
 
 def llm_states(run: Path, steps: int) -> list[tuple[UserState, str]]:

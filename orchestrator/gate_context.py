@@ -148,26 +148,30 @@ class GateContext:
         last = values[-WINDOW:]
         return sum(last) / len(last), f"mean of the last {len(last)} steps of {run.name}"
 
-    def _rollout(self) -> tuple[dict | None, str]:
-        """(the current run's config.json `rollout` section, the run's name), or (None, "")
-        before a run or where it cannot be read."""
+    def _config(self) -> tuple[dict | None, str]:
+        """(the current run's config.json, the run's name), or (None, "") before a run or where
+        it cannot be read."""
         run = self.run_dir()
         try:
-            rollout = json.loads((run / "config.json").read_text())["rollout"] if run else None
-        except (OSError, ValueError, KeyError, TypeError):
+            cfg = json.loads((run / "config.json").read_text()) if run else None
+        except (OSError, ValueError):
             return None, ""
-        return (rollout, run.name) if isinstance(rollout, dict) else (None, "")
+        return (cfg, run.name) if isinstance(cfg, dict) else (None, "")
+
+    def _rollout(self) -> tuple[dict | None, str]:
+        """(the current run's config.json `rollout` section, the run's name), or (None, "")."""
+        cfg, run = self._config()
+        rollout = (cfg or {}).get("rollout")
+        return (rollout, run) if isinstance(rollout, dict) else (None, "")
 
     def llm_user_kind(self, name: str) -> str | None:
         """How the current run answers its LLM user `name` (a gym's user.<gym>.llm): "local"
         (a model in the trainer, the KV engine), "vllm" (the vLLM engine's base model: rollout
         backend vllm with a LoRA policy) or "http" (an OpenAI-compatible server); None before a
         run or for a name the run does not define."""
-        run = self.run_dir()
-        try:
-            cfg = json.loads((run / "config.json").read_text()) if run else None
-            rollout, model = cfg["rollout"], cfg.get("model") or {}
-        except (OSError, ValueError, KeyError, TypeError):
+        cfg, _ = self._config()
+        rollout, model = (cfg or {}).get("rollout"), (cfg or {}).get("model") or {}
+        if not isinstance(rollout, dict):
             return None
         if name == "default":
             if rollout.get("user_llm", "none") == "none":

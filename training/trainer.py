@@ -614,9 +614,8 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
     out["user/leak_rate"] = leaked / revealed if revealed else 0.0
     # user replies that say one sentence three times or more (training.users.leak.looped_reply):
     # an LLM user's loop, which the policy then hears and copies (the 2026-12-08 LLM-user run)
-    replies = [t for t in turns if t.get("user_replied")]
-    out["user/looped_rate"] = float(np.mean([leak.looped_reply(t.get("user") or "") for t in replies])) \
-        if replies else 0.0
+    looped = {id(t): leak.looped_reply(t.get("user") or "") for t in turns if t.get("user_replied")}
+    out["user/looped_rate"] = float(np.mean(list(looped.values()))) if looped else 0.0
     arms = [r["user_arm"] for r in records if r["user_arm"]]
     out["user/symbolic_frac"] = (sum(a == "symbolic" for a in arms) / len(arms)) if arms else 1.0
     for gym in sorted({r["gym"] for r in records}):
@@ -628,10 +627,9 @@ def episode_metrics(records: list[dict[str, Any]]) -> dict[str, float]:
         if mine_turns:
             out[f"invalid/{gym}"] = float(np.mean([t.get("invalid_action", False) for t in mine_turns]))
             out[f"repeat/{gym}"] = float(np.mean([t.get("repeated", False) for t in mine_turns]))
-            mine_replies = [t for t in mine_turns if t.get("user_replied")]
-            if mine_replies:
-                out[f"looped/{gym}"] = float(np.mean([leak.looped_reply(t.get("user") or "")
-                                                      for t in mine_replies]))
+            mine_looped = [looped[id(t)] for t in mine_turns if id(t) in looped]
+            if mine_looped:
+                out[f"looped/{gym}"] = float(np.mean(mine_looped))
             out[f"rejected/{gym}"] = float(np.mean([bool(t.get("rejected")) for t in mine_turns]))
         # the share of the gym's disclosing user replies that told again only what was told while
         # the question asked for a fact never told (training.users.leak.stale_replies): the tau
